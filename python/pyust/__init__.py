@@ -1,0 +1,136 @@
+"""pyust: trace Python programs into LTTng.
+
+The control API. Tracing emits LTTng-UST events of the provider ``python``;
+an LTTng session (``lttng create``, ``lttng enable-event -u 'python:*'``,
+``lttng start``, or ``python -m pyust run``) records them.
+
+    import pyust
+    with pyust.tracing():
+        work()
+
+Importing this package is cheap: the native hook (and with it liblttng-ust,
+which registers the process with the session daemon) loads on first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from typing import Iterator
+
+__all__ = [
+    "TracerError",
+    "start",
+    "stop",
+    "tracing",
+    "rundown",
+    "is_active",
+    "emitted_events",
+]
+
+__version__ = "0.1.0"
+
+
+class TracerError(RuntimeError):
+    """pyust cannot do what was asked; the message says how to fix it."""
+
+
+_hook = None
+_lock = threading.Lock()
+
+
+def _load():
+    """Load and initialise the native hook once per process."""
+    global _hook
+    with _lock:
+        if _hook is None:
+            try:
+                from . import _native as native
+            except ImportError as error:
+                raise TracerError(
+                    f"Cannot load pyust's native hook ({error}); build and install "
+                    "pyust for this interpreter: scripts/setup --python " + sys.executable
+                ) from None
+            native.init(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+            # The native side keeps LTTng-UST consistent across fork() on its
+            # own; this announces the child's stack once Python is ready in it.
+            os.register_at_fork(after_in_child=native.after_fork_child)
+            _hook = native
+    return _hook
+
+
+def _thread_bootstrap(frame, event, arg):
+    """threading.setprofile() hook: moves each new thread onto the C hook."""
+    native = _hook
+    if native is not None:
+        try:
+            native.attach_current_thread(threading.current_thread().name)
+        except Exception:  # never let the tracer break the thread it traces
+            sys.setprofile(None)
+
+
+def start(*, c_calls: bool = False, lines: bool = False, _hide_caller_stack: bool = False) -> None:
+    """Start tracing every thread of this interpreter.
+
+    c_calls: also emit python:c_call/c_return for C functions called from
+    Python. lines: also emit python:line for every line run.
+
+    Frames already running (in this thread and others) are announced as calls
+    when pyust first sees their thread, so each thread's trace is balanced.
+    Raises TracerError when already tracing, or when another profiler or
+    tracer (cProfile, a debugger, coverage.py) holds the interpreter's hook.
+    """
+    native = _load()
+    if native.is_active():
+        raise TracerError("Cannot start tracing: pyust is already tracing; call pyust.stop() first")
+    # Everything Python-level happens before the hook goes on, so that none
+    # of pyust's own calls lands in the trace.
+    names = [(t.native_id, t.name) for t in threading.enumerate() if t.native_id is not None]
+    threading.setprofile(_thread_bootstrap)
+    try:
+        native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack)
+    except BaseException:
+        threading.setprofile(None)
+        raise
+    for tid, name in names:
+        native.name_thread(tid, name)
+
+
+def stop() -> None:
+    """Stop tracing. Open frames get their return events; no-op when idle."""
+    if _hook is None:
+        return
+    _hook.stop()
+    threading.setprofile(None)
+
+
+def is_active() -> bool:
+    """True while pyust is tracing this interpreter."""
+    return _hook is not None and _hook.is_active()
+
+
+def rundown() -> None:
+    """Re-emit the registration of every code object and thread seen so far.
+
+    pyust does this by itself when a session starts recording python:code
+    after the program did; call it when a second session starts while a
+    first one is still recording.
+    """
+    _load().rundown()
+
+
+def emitted_events() -> int:
+    """Events this process handed to LTTng (recorded plus discarded)."""
+    return 0 if _hook is None else _hook.emitted_events()
+
+
+@contextlib.contextmanager
+def tracing(*, c_calls: bool = False, lines: bool = False) -> Iterator[None]:
+    """Trace the body of a with statement (see start())."""
+    start(c_calls=c_calls, lines=lines)
+    try:
+        yield
+    finally:
+        stop()

@@ -1,0 +1,56 @@
+"""Start tracing at interpreter start-up, from the .pth that `pyust enable` writes.
+
+The .pth line names the environment variable that opts in. Tracing starts
+only when that variable is set to a non-empty value, the interpreter does not
+ignore the environment (-E, -I), and the process runs with its real uid (no
+setuid program inherits tracing). The value is `1`, or hook options such as
+`--lines --c-calls`: never code, never a path.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+# Set when this module started tracing, so the runner does not start twice.
+started_by_activation = False
+
+
+def is_allowed(variable: str) -> bool:
+    if sys.flags.ignore_environment or sys.flags.isolated:
+        return False
+    if os.getuid() != os.geteuid() or os.getgid() != os.getegid():
+        return False
+    return bool(os.environ.get(variable))
+
+
+def activate(variable: str) -> None:
+    """Start tracing if `variable` opts in; print one line on a bad value."""
+    global started_by_activation
+    if not is_allowed(variable):
+        return
+    value = os.environ[variable].strip()
+    options = {"c_calls": False, "lines": False}
+    if value not in ("1", "yes", "true", "on"):
+        words = shlex.split(value)
+        for word in words:
+            if word == "--lines":
+                options["lines"] = True
+            elif word == "--c-calls":
+                options["c_calls"] = True
+            else:
+                print(
+                    f"pyust: not tracing: {variable}={value!r} has an unknown option {word!r} "
+                    "(use 1, or any of --lines --c-calls)",
+                    file=sys.stderr,
+                )
+                return
+    import pyust
+
+    try:
+        pyust.start(_hide_caller_stack=True, **options)
+    except pyust.TracerError as error:
+        print(f"pyust: not tracing: {error}", file=sys.stderr)
+        return
+    started_by_activation = True

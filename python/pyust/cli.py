@@ -1,0 +1,285 @@
+"""The `python -m pyust` command line.
+
+    python -m pyust [--c-calls] [--lines] -- app.py args     hook only
+    python -m pyust run [options] -- app.py args             session + hook
+    python -m pyust enable [VAR] / disable                   .pth activation
+
+User mistakes print one line `pyust: error: ...` and exit 2 (usage) or 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from . import lttng, pth
+
+SUBCOMMANDS = ("run", "enable", "disable")
+
+_TOP_EPILOG = """\
+commands:
+  run       create an LTTng session, trace the program into it, print a summary
+  enable    trace every interpreter of this environment when a variable is set
+  disable   undo enable
+
+Without a command, pyust only installs its hook and runs the program: record
+it with a session of your own:
+  lttng create s && lttng enable-event -u 'python:*'
+  lttng add-context -u -t vpid -t vtid -t procname && lttng start
+  python -m pyust -- app.py
+  lttng stop && lttng destroy
+
+Run `python -m pyust COMMAND --help` for a command's options.
+"""
+
+
+class UsageError(Exception):
+    """A mistake on the command line; exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage dump
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _add_hook_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--c-calls", action="store_true",
+                        help="also trace calls of C functions (python:c_call/c_return)")
+    parser.add_argument("--lines", action="store_true",
+                        help="also trace every line run (python:line)")
+    parser.add_argument("target", nargs=argparse.REMAINDER,
+                        help="the program: script.py args, or -m module args (after --)")
+
+
+def _split_target(args: argparse.Namespace, prog: str) -> list:
+    target = list(args.target)
+    if target and target[0] == "--":
+        target = target[1:]
+    if not target:
+        raise UsageError(f"no program to run: {prog} -- script.py [args] or -- -m module [args]")
+    return target
+
+
+def _hook_flags(args: argparse.Namespace) -> list:
+    return (["--c-calls"] if args.c_calls else []) + (["--lines"] if args.lines else [])
+
+
+# ----------------------------------------------------------------- hook only
+
+def _hook_main(argv: list) -> int:
+    parser = _Parser(
+        prog="python -m pyust",
+        description="Trace a Python program into LTTng (provider `python`).",
+        epilog=_TOP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_hook_options(parser)
+    args = parser.parse_args(argv)
+    target_argv = _split_target(args, parser.prog)
+
+    import pyust
+    from . import _activate, _runner
+
+    try:
+        target = _runner.prepare(target_argv)
+    except _runner.TargetError as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 1
+    if _activate.started_by_activation:
+        pyust.stop()  # this command's options win over the environment's
+
+    def start():
+        pyust.start(c_calls=args.c_calls, lines=args.lines, _hide_caller_stack=True)
+
+    try:
+        _runner.run(target, start)
+    except pyust.TracerError as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ----------------------------------------------------------------------- run
+
+def _run_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m pyust run",
+        description=(
+            "Create an LTTng session, record the program's python:* events (with the "
+            "vpid, vtid and procname contexts) into it, then stop and destroy the "
+            "session and print where the trace is, how many events it holds and how "
+            "many LTTng discarded. A session daemon is started if none is running."
+        ),
+    )
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="trace directory (must not exist or be empty; default: "
+                             "lttng's, $LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
+    parser.add_argument("--name", help="session name (default: pyust-PID-TIME)")
+    parser.add_argument("--subbuf-size", default="1M", metavar="SIZE",
+                        help="sub-buffer size of the channel, per CPU (default: 1M)")
+    parser.add_argument("--num-subbuf", type=int, default=8, metavar="N",
+                        help="sub-buffers per CPU (default: 8)")
+    parser.add_argument("--no-discard", action="store_true",
+                        help="make the program wait for buffer space instead of letting "
+                             "LTTng discard events (slower, loses nothing)")
+    parser.add_argument("--no-count", action="store_true",
+                        help="do not count the recorded events at the end (large traces)")
+    _add_hook_options(parser)
+    return parser
+
+
+def _check_output_dir(path: str) -> str:
+    path = os.path.abspath(path)
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise UsageError(f"--output {path} exists and is not a directory")
+        if os.listdir(path):
+            raise UsageError(f"--output {path} is not empty: choose another directory "
+                             "or remove this one")
+    return path
+
+
+def _run_main(argv: list) -> int:
+    parser = _run_parser()
+    args = parser.parse_args(argv)
+    target = _split_target(args, parser.prog)
+    if args.num_subbuf < 2:
+        raise UsageError("--num-subbuf must be at least 2")
+    output = _check_output_dir(args.output) if args.output else None
+    if target[0] != "-m" and not os.path.exists(target[0]):
+        print(f"pyust: error: can't open file {target[0]!r}: no such file", file=sys.stderr)
+        return 1
+    name = args.name or f"pyust-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}"
+    config = lttng.ChannelConfig(subbuf_size=args.subbuf_size, num_subbuf=args.num_subbuf,
+                                 blocking=args.no_discard)
+
+    if not lttng.sessiond_is_running():
+        lttng.start_sessiond()
+        print("pyust: no session daemon was running: started one (lttng-sessiond --daemonize)",
+              file=sys.stderr)
+
+    session = None
+    status = None
+    try:
+        session = lttng.Session.create(name, output)
+        session.enable_python(config)
+        session.start()
+        status = _run_child(target, _hook_flags(args), blocking=args.no_discard)
+        session.stop()
+        discarded = session.discarded_events()
+    finally:
+        if session is not None:
+            session.destroy()
+
+    recorded = None if args.no_count else lttng.count_events(session.path)
+    summary = f"pyust: trace in {session.path}"
+    if recorded is not None:
+        summary += f": {recorded} events recorded"
+    summary += f", {discarded} discarded by LTTng"
+    print(summary, file=sys.stderr)
+    if discarded:
+        print("pyust: events were lost because the buffers filled up: use larger buffers "
+              "(--subbuf-size, --num-subbuf) or --no-discard", file=sys.stderr)
+    return _exit_like(status)
+
+
+def _run_child(target: list, hook_flags: list, *, blocking: bool) -> int:
+    """Run the program in a child interpreter under the hook; its status."""
+    env = dict(os.environ)
+    if blocking:
+        env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
+    command = [sys.executable, "-m", "pyust", *hook_flags, "--", *target]
+    # The terminal's Ctrl-C reaches the child (same process group); the
+    # parent waits for it so that the session is always stopped and destroyed.
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    child = subprocess.Popen(command, env=env)
+
+    def forward(signum, frame):
+        child.send_signal(signum)
+
+    previous_term = signal.signal(signal.SIGTERM, forward)
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _exit_like(status: int) -> int:
+    """The child's exit status as ours: a child killed by a signal kills us
+    with the same signal, so a shell sees what it would see untraced."""
+    if status >= 0:
+        return status
+    signum = -status
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum
+
+
+# ------------------------------------------------------------ enable/disable
+
+def _enable_main(argv: list) -> int:
+    parser = _Parser(
+        prog="python -m pyust enable",
+        description=(
+            "Write a .pth file into this interpreter's site-packages so that every "
+            "Python of this environment starts tracing when VAR is set (to 1, or to "
+            "hook options such as '--lines --c-calls'). Inert under python -E and -I, "
+            "and in setuid/setgid processes."
+        ),
+    )
+    parser.add_argument("variable", nargs="?", default=pth.DEFAULT_VARIABLE, metavar="VAR",
+                        help=f"the environment variable that turns tracing on "
+                             f"(default: {pth.DEFAULT_VARIABLE})")
+    args = parser.parse_args(argv)
+    path = pth.enable(args.variable)
+    print(f"pyust: wrote {path}: interpreters of this environment trace when "
+          f"{args.variable}=1 (or hook options) is set")
+    return 0
+
+
+def _disable_main(argv: list) -> int:
+    parser = _Parser(prog="python -m pyust disable",
+                     description="Remove the .pth file that `pyust enable` wrote.")
+    parser.parse_args(argv)
+    path = pth.disable()
+    print(f"pyust: removed {path}" if path else "pyust: was not enabled (no .pth file)")
+    return 0
+
+
+# ---------------------------------------------------------------------- main
+
+def main(argv: list | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    commands = {"run": _run_main, "enable": _enable_main, "disable": _disable_main}
+    try:
+        if argv and argv[0] in commands:
+            _stop_activation_tracing()
+            return commands[argv[0]](argv[1:])
+        return _hook_main(argv)
+    except UsageError as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 2
+    except (lttng.LttngError, pth.PthError) as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("pyust: interrupted", file=sys.stderr)
+        return 130
+
+
+def _stop_activation_tracing() -> None:
+    """pyust's own commands are never traced, even when the .pth says so."""
+    from . import _activate
+
+    if _activate.started_by_activation:
+        import pyust
+
+        pyust.stop()

@@ -1,0 +1,163 @@
+"""A tracing session driven through the `lttng` command: the session that
+`pyust run` creates, records into, and destroys.
+
+Every failure raises LttngError with one line a user can act on.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+
+_MI_NS = "{https://lttng.org/xml/ns/lttng-mi}"
+
+CHANNEL = "pyust"
+CONTEXTS = ("vpid", "vtid", "procname")
+
+
+class LttngError(Exception):
+    """An lttng command failed; the message says what to do."""
+
+
+@dataclass
+class ChannelConfig:
+    """The user-space channel pyust records python:* into."""
+
+    subbuf_size: str = "1M"
+    num_subbuf: int = 8
+    # Block the traced program instead of discarding events when the buffers
+    # are full (LTTng's --blocking-timeout; the program must allow it).
+    blocking: bool = False
+    extra_events: list = field(default_factory=list)
+
+
+def _lttng_path() -> str:
+    path = shutil.which("lttng")
+    if path is None:
+        raise LttngError("lttng is not installed: apt-get install lttng-tools")
+    return path
+
+
+def _run(args: list, *, mi: bool = False, timeout: float = 60) -> subprocess.CompletedProcess:
+    command = [_lttng_path()] + (["--mi", "xml"] if mi else []) + args
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise LttngError(f"`lttng {' '.join(args)}` did not answer in {timeout:.0f} s; "
+                         "is the session daemon stopped (kill -CONT it) or overloaded?") from None
+
+
+def _error_line(result: subprocess.CompletedProcess) -> str:
+    for stream in (result.stderr, result.stdout):
+        for line in stream.splitlines():
+            line = line.strip()
+            if line.startswith("Error:"):
+                return line[len("Error:"):].strip()
+    text = (result.stderr or result.stdout).strip().splitlines()
+    return text[-1] if text else f"exit status {result.returncode}"
+
+
+def _check(result: subprocess.CompletedProcess, what: str) -> subprocess.CompletedProcess:
+    if result.returncode != 0:
+        raise LttngError(f"{what}: {_error_line(result)}")
+    return result
+
+
+def sessiond_is_running() -> bool:
+    """True when `lttng` reaches a session daemon for this user."""
+    result = _run(["list"])
+    if result.returncode == 0:
+        return True
+    if "No session daemon" in result.stdout + result.stderr:
+        return False
+    raise LttngError(f"cannot list sessions: {_error_line(result)}")
+
+
+def start_sessiond() -> None:
+    """Start a session daemon for this user, as `lttng create` would."""
+    sessiond = shutil.which("lttng-sessiond")
+    if sessiond is None:
+        raise LttngError("lttng-sessiond is not installed: apt-get install lttng-tools")
+    result = subprocess.run([sessiond, "--daemonize"], capture_output=True, text=True, timeout=60)
+    if result.returncode != 0 or not sessiond_is_running():
+        raise LttngError(f"cannot start a session daemon: {_error_line(result)}")
+
+
+class Session:
+    """One LTTng session. Use create(); always destroy() (the trace stays)."""
+
+    def __init__(self, name: str, path: str):
+        self.name = name
+        self.path = path
+
+    @classmethod
+    def create(cls, name: str, output: str | None) -> "Session":
+        args = ["create", name] + (["--output", output] if output else [])
+        result = _check(_run(args, mi=True), f"cannot create session {name!r}")
+        path = _mi_text(result.stdout, "path")
+        return cls(name, path or output or "")
+
+    def enable_python(self, config: ChannelConfig) -> None:
+        channel = ["enable-channel", "--userspace", "--session", self.name,
+                   "--subbuf-size", str(config.subbuf_size),
+                   "--num-subbuf", str(config.num_subbuf)]
+        if config.blocking:
+            channel += ["--blocking-timeout", "inf"]
+        _check(_run(channel + [CHANNEL]), "cannot create the pyust channel")
+        events = ",".join(["python:*", *config.extra_events])
+        _check(_run(["enable-event", "--userspace", "--session", self.name,
+                     "--channel", CHANNEL, events]), "cannot enable the python events")
+        contexts = []
+        for context in CONTEXTS:
+            contexts += ["--type", context]
+        _check(_run(["add-context", "--userspace", "--session", self.name,
+                     "--channel", CHANNEL] + contexts), "cannot add the contexts")
+
+    def start(self) -> None:
+        _check(_run(["start", self.name]), f"cannot start session {self.name!r}")
+
+    def stop(self) -> None:
+        _check(_run(["stop", self.name], timeout=600), f"cannot stop session {self.name!r}")
+
+    def discarded_events(self) -> int:
+        """Events LTTng discarded in this session's channels (buffers full)."""
+        result = _check(_run(["list", self.name], mi=True), f"cannot list session {self.name!r}")
+        root = ElementTree.fromstring(result.stdout)
+        return sum(int(node.text or 0) for node in root.iter(_MI_NS + "discarded_events"))
+
+    def destroy(self) -> None:
+        result = _run(["destroy", self.name], timeout=600)
+        if result.returncode != 0 and "not found" not in (result.stdout + result.stderr):
+            raise LttngError(f"cannot destroy session {self.name!r}: {_error_line(result)}")
+
+
+def _mi_text(xml: str, tag: str) -> str | None:
+    try:
+        root = ElementTree.fromstring(xml)
+    except ElementTree.ParseError:
+        return None
+    node = root.find(f".//{_MI_NS}{tag}")
+    return node.text if node is not None else None
+
+
+def count_events(trace: str, timeout: float = 600) -> int | None:
+    """Events in a trace, counted by babeltrace2's counter sink; None when
+    babeltrace2 is missing or cannot read the trace in time."""
+    babeltrace2 = shutil.which("babeltrace2")
+    if babeltrace2 is None or not os.path.isdir(trace):
+        return None
+    try:
+        result = subprocess.run([babeltrace2, trace, "--component=sink.utils.counter"],
+                                capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    if result.returncode != 0:
+        return None
+    for line in result.stdout.splitlines():
+        words = line.split()
+        if words[1:] == ["Event", "messages"] and words[0].isdigit():
+            return int(words[0])
+    return None

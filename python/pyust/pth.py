@@ -1,0 +1,60 @@
+"""`pyust enable` / `pyust disable`: the .pth file that traces every interpreter
+of this environment whose environment opts in (see _activate)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+PTH_NAME = "pyust-activate.pth"
+DEFAULT_VARIABLE = "PYUST"
+_VARIABLE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class PthError(Exception):
+    """The .pth cannot be written or removed; the message says why."""
+
+
+def site_dir() -> str:
+    """The directory pyust is installed in: the .pth goes beside it."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pth_path() -> str:
+    return os.path.join(site_dir(), PTH_NAME)
+
+
+def enable(variable: str = DEFAULT_VARIABLE) -> str:
+    """Write the .pth; returns its path. Raises PthError."""
+    if not _VARIABLE_RE.match(variable):
+        raise PthError(f"{variable!r} is not an environment variable name (letters, digits, _)")
+    path = pth_path()
+    line = f"import pyust._activate; pyust._activate.activate({variable!r})\n"
+    try:
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(line)
+    except OSError as error:
+        raise PthError(f"cannot write {path}: {error.strerror} (run as the owner of {site_dir()})") from None
+    return path
+
+
+def disable() -> str | None:
+    """Remove the .pth; returns its path, or None when it was not there."""
+    path = pth_path()
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise PthError(f"cannot remove {path}: {error.strerror}") from None
+    return path
+
+
+def enabled_variable() -> str | None:
+    """The variable the installed .pth listens to, or None."""
+    try:
+        with open(pth_path(), encoding="utf-8") as stream:
+            match = re.search(r"activate\('([A-Za-z0-9_]+)'\)", stream.read())
+    except OSError:
+        return None
+    return match.group(1) if match else None

@@ -1,0 +1,50 @@
+// pyust._native: the Python side of the hook's control API. pybind11 lives in
+// this file only; the hot path (src/hook) is plain C API.
+#include <pybind11/pybind11.h>
+
+#include "hook.hpp"
+
+namespace py = pybind11;
+namespace hook = pyust::hook;
+
+PYBIND11_MODULE(_native, m)
+{
+    m.doc() = "pyust's native hook (use the pyust package, not this module)";
+
+    // C++ TracerError becomes the package's pyust.TracerError, so users catch
+    // one class whatever raised it.
+    py::register_exception_translator([](std::exception_ptr error) {
+        try {
+            if (error)
+                std::rethrow_exception(error);
+        } catch (const hook::TracerError& e) {
+            py::object type = py::module_::import("pyust").attr("TracerError");
+            PyErr_SetString(type.ptr(), e.what());
+        }
+    });
+
+    m.def("init", &hook::init, py::arg("own_dir"),
+          "Prepare the hook; code under own_dir (pyust itself) is never traced.");
+    m.def(
+        "start",
+        [](bool c_calls, bool lines, bool hide_caller_stack) {
+            hook::Options options;
+            options.c_calls = c_calls;
+            options.lines = lines;
+            options.hide_caller_stack = hide_caller_stack;
+            hook::start(options);
+        },
+        py::kw_only(), py::arg("c_calls") = false, py::arg("lines") = false,
+        py::arg("hide_caller_stack") = false, "Start tracing every thread.");
+    m.def("stop", &hook::stop, "Stop tracing every thread.");
+    m.def("is_active", &hook::is_active);
+    m.def("rundown", &hook::rundown,
+          "Re-emit every process, thread and code registration event.");
+    m.def("attach_current_thread", &hook::attach_current_thread, py::arg("name"),
+          "Trace the calling thread (started after start()) under this name.");
+    m.def("name_thread", &hook::name_thread, py::arg("tid"), py::arg("name"));
+    m.def("emitted_events", &hook::emitted_events,
+          "Events the hook has handed to LTTng since the process started.");
+    m.def("after_fork_child", &hook::after_fork_child,
+          "Announce the child's stack after os.fork() (an os.register_at_fork hook).");
+}

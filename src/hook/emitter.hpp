@@ -1,0 +1,42 @@
+// The one interface between the hook and the events it produces. The standard
+// mode (one LTTng tracepoint per Python event, lttng_emitter.cpp) implements it
+// today; the batched fast mode plugs in behind the same calls. Every method is
+// called with the GIL held, must not allocate, and never fails.
+#pragma once
+
+#include <cstdint>
+
+#include "registry.hpp"
+
+namespace pyust::hook {
+
+class Emitter {
+public:
+    virtual ~Emitter() = default;
+
+    virtual void code(const CodeInfo& info) noexcept = 0;
+    virtual void call(const CodeInfo& info) noexcept = 0;
+    virtual void ret(const CodeInfo& info, bool is_unwind) noexcept = 0;
+    virtual void line(const CodeInfo& info, std::uint32_t line) noexcept = 0;
+    virtual void c_call(const char* name, const char* owner) noexcept = 0;
+    virtual void c_return(bool has_raised) noexcept = 0;
+    virtual void thread(std::int64_t tid, const char* name) noexcept = 0;
+    virtual void process(const char* version, const char* backend, bool has_lines,
+                         bool has_c_calls) noexcept = 0;
+
+    // True while some session records python:code: the hook watches it to
+    // re-emit registrations when a session starts after the program did.
+    virtual bool is_code_enabled() const noexcept = 0;
+
+    // How many events this emitter has handed to LTTng (enabled or not is
+    // LTTng's business: this counts the hook's side of the accounting).
+    std::uint64_t emitted() const noexcept { return m_emitted; }
+
+protected:
+    std::uint64_t m_emitted = 0;
+};
+
+// The standard mode's emitter: one python:* tracepoint per event.
+Emitter& lttng_emitter() noexcept;
+
+} // namespace pyust::hook

@@ -1,0 +1,66 @@
+// The CPython hook: installs C profile/trace functions on every thread of the
+// interpreter and turns interpreter events into pyust events through an
+// Emitter. Every function here requires the GIL.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace pyust::hook {
+
+// Raised (as pyust.TracerError in Python) for every control-API misuse; the
+// message names the fix.
+class TracerError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Options {
+    bool c_calls = false; // python:c_call/c_return for C functions called from traced code
+    bool lines = false;   // python:line for traced code
+    // Never trace the code of the frames below start() (the runner's own
+    // start-up frames) instead of announcing them as open calls.
+    bool hide_caller_stack = false;
+};
+
+// Prepares the hook once per process. own_dir: pyust's package directory with
+// a trailing separator; code under it is never traced.
+// Throws TracerError when the interpreter has no free code-extra slot.
+void init(const std::string& own_dir);
+
+// Starts tracing every thread of the interpreter: the caller's at once, the
+// other running threads at their next Python event (each first re-emits its
+// current stack as calls, so a trace is balanced per thread). Threads started
+// later must call attach_current_thread(). Precondition: init() was called.
+// Throws TracerError when already tracing, or when another profiler or tracer
+// holds the interpreter's hook.
+void start(const Options& options);
+
+// Stops tracing. Frames still open on the caller's thread get a return now;
+// other threads get theirs at their next Python event. No-op when not tracing.
+void stop() noexcept;
+
+bool is_active() noexcept;
+
+// Re-emits process, thread and code registration events for everything seen,
+// for a session that started after the program did.
+void rundown() noexcept;
+
+// Installs the hook on the calling thread (a thread started after start())
+// and names it. No-op when not tracing. Throws std::bad_alloc.
+void attach_current_thread(const std::string& name);
+
+// Names a thread that was already running at start(). Throws std::bad_alloc.
+void name_thread(std::int64_t tid, const std::string& name);
+
+// Events the hook has emitted since the process started.
+std::uint64_t emitted_events() noexcept;
+
+// After os.fork() in the child, once Python is ready there (registered with
+// os.register_at_fork): names the child's thread and announces its stack, so
+// the child's stream is balanced. LTTng-UST itself is kept consistent across
+// fork() by pthread_atfork handlers that init() installs (no LD_PRELOAD).
+void after_fork_child() noexcept;
+
+} // namespace pyust::hook

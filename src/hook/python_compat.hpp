@@ -1,0 +1,105 @@
+// Shims over the CPython C API differences between 3.9 and 3.13 that the hook
+// needs, so hook.cpp reads the same for every version.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+namespace pyust::hook::compat {
+
+inline Py_ssize_t request_code_extra_index() noexcept
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyUnstable_Eval_RequestCodeExtraIndex(nullptr);
+#else
+    return _PyEval_RequestCodeExtraIndex(nullptr);
+#endif
+}
+
+inline void* get_code_extra(PyCodeObject* code, Py_ssize_t index) noexcept
+{
+    void* extra = nullptr;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Code_GetExtra(reinterpret_cast<PyObject*>(code), index, &extra) < 0) {
+#else
+    if (_PyCode_GetExtra(reinterpret_cast<PyObject*>(code), index, &extra) < 0) {
+#endif
+        PyErr_Clear();
+        return nullptr;
+    }
+    return extra;
+}
+
+inline void set_code_extra(PyCodeObject* code, Py_ssize_t index, void* extra) noexcept
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Code_SetExtra(reinterpret_cast<PyObject*>(code), index, extra) < 0)
+#else
+    if (_PyCode_SetExtra(reinterpret_cast<PyObject*>(code), index, extra) < 0)
+#endif
+        PyErr_Clear();
+}
+
+// The code object's qualified name: co_qualname exists from 3.11 on.
+inline PyObject* code_qualname(PyCodeObject* code) noexcept
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return code->co_qualname;
+#else
+    return code->co_name;
+#endif
+}
+
+// A new reference to the frame's globals.
+inline PyObject* frame_globals(PyFrameObject* frame) noexcept
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetGlobals(frame);
+#else
+    Py_XINCREF(frame->f_globals);
+    return frame->f_globals;
+#endif
+}
+
+// Installs a profile or trace function on another thread's state. Before 3.12
+// CPython exports the per-thread setters; from 3.12 on the hook uses
+// sys.monitoring instead and only the all-threads setters remain public.
+#if PY_VERSION_HEX < 0x030C0000
+#define PYUST_HAS_PER_THREAD_SETTERS 1
+inline int set_profile(PyThreadState* tstate, Py_tracefunc fn) noexcept
+{
+    return _PyEval_SetProfile(tstate, fn, nullptr);
+}
+inline int set_trace(PyThreadState* tstate, Py_tracefunc fn) noexcept
+{
+    return _PyEval_SetTrace(tstate, fn, nullptr);
+}
+#else
+#define PYUST_HAS_PER_THREAD_SETTERS 0
+#endif
+
+// The pending exception, saved around work that may clobber it.
+class SavedError {
+public:
+#if PY_VERSION_HEX >= 0x030C0000
+    SavedError() noexcept : m_exc(PyErr_GetRaisedException()) {}
+    ~SavedError() { PyErr_SetRaisedException(m_exc); }
+#else
+    SavedError() noexcept { PyErr_Fetch(&m_type, &m_value, &m_traceback); }
+    ~SavedError() { PyErr_Restore(m_type, m_value, m_traceback); }
+#endif
+    SavedError(const SavedError&) = delete;
+    SavedError& operator=(const SavedError&) = delete;
+
+private:
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject* m_exc;
+#else
+    PyObject* m_type = nullptr;
+    PyObject* m_value = nullptr;
+    PyObject* m_traceback = nullptr;
+#endif
+};
+
+} // namespace pyust::hook::compat

@@ -1,0 +1,37 @@
+// Code-object and thread registry of the hook (see registry.hpp).
+#include "registry.hpp"
+
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace pyust::hook {
+
+const CodeInfo& Registry::add(std::string module, std::string qualname, std::string file,
+                              std::uint32_t first_line, bool is_traced)
+{
+    if (m_next_seq == std::numeric_limits<std::uint32_t>::max())
+        throw std::length_error("Cannot register code object: this process used every id");
+    CodeInfo& info = m_codes.emplace_back();
+    info.id = make_code_id(m_pid, m_next_seq++);
+    info.is_traced = is_traced;
+    info.module = std::move(module);
+    info.qualname = std::move(qualname);
+    info.file = std::move(file);
+    info.first_line = first_line;
+    return info;
+}
+
+void Registry::set_thread_name(std::int64_t tid, std::string name)
+{
+    m_threads[tid] = std::move(name);
+}
+
+void Registry::after_fork_child(std::uint32_t pid) noexcept
+{
+    m_pid = pid;
+    m_next_seq = 1;
+    m_threads.clear();
+}
+
+} // namespace pyust::hook
