@@ -1,0 +1,296 @@
+// The stack-rebuilding core (see stack_model.hpp).
+#include "stack_model.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace pyust::analysis {
+
+const char* gap_kind_name(GapKind kind) noexcept
+{
+    switch (kind) {
+    case GapKind::unmatched_return:
+        return "returns without a call (trace started mid-call)";
+    case GapKind::mismatched_return:
+        return "frames closed by the return of an outer frame";
+    case GapKind::open_at_end:
+        return "frames still open at the end, closed at the last event";
+    case GapKind::discarded_events:
+        return "events discarded by the tracer";
+    }
+    return "?";
+}
+
+Thread::Thread(ThreadKey key) : m_key(key)
+{
+    m_nodes.emplace_back();  // the root
+}
+
+std::uint32_t Thread::child_node(std::uint32_t parent, FrameId id)
+{
+    const auto [it, is_new] =
+        m_child_index.try_emplace(ChildKey{parent, id}, static_cast<std::uint32_t>(m_nodes.size()));
+    if (is_new) {
+        ContextNode& node = m_nodes.emplace_back();
+        node.id = id;
+        node.parent = parent;
+        m_nodes[parent].children.push_back(it->second);
+    }
+    return it->second;
+}
+
+void StackModel::set_window(Timestamp begin, Timestamp end) noexcept
+{
+    m_begin = begin;
+    m_end = end;
+}
+
+void StackModel::on_code(std::uint64_t id, std::string module, std::string qualname,
+                         std::string file, std::uint32_t first_line)
+{
+    CodeInfo& info = m_codes[id];
+    info.module = std::move(module);
+    info.qualname = std::move(qualname);
+    info.file = std::move(file);
+    info.first_line = first_line;
+}
+
+void StackModel::on_thread_name(const ThreadKey& key, std::string name)
+{
+    auto& slot = m_threads[key];
+    if (!slot)
+        slot = std::make_unique<Thread>(key);
+    slot->m_name = std::move(name);
+}
+
+Thread& StackModel::thread_at(const ThreadKey& key, Timestamp ts, std::uint64_t stream)
+{
+    Thread* thread = m_last_thread;
+    if (!thread || !(thread->m_key == key)) {
+        auto& slot = m_threads[key];
+        if (!slot)
+            slot = std::make_unique<Thread>(key);
+        thread = slot.get();
+        m_last_thread = thread;
+    }
+    if (thread->m_event_count == 0) {
+        thread->m_first_ts = ts;
+        thread->m_last_ts = ts;
+    } else if (ts > thread->m_last_ts) {
+        thread->m_last_ts = ts;
+    }
+    ++thread->m_event_count;
+    if (thread->m_last_stream != stream) {
+        auto& seen = m_stream_threads[stream];
+        if (std::find(seen.begin(), seen.end(), thread) == seen.end())
+            seen.push_back(thread);
+        thread->m_last_stream = stream;
+    }
+    return *thread;
+}
+
+void StackModel::note(Thread& thread, GapKind kind, Timestamp begin, Timestamp end,
+                      std::uint64_t count)
+{
+    // One record per kind and thread, widened at each new occurrence, except lost-event
+    // windows, which are each worth their own line.
+    if (kind != GapKind::discarded_events) {
+        for (Gap& gap : thread.m_gaps) {
+            if (gap.kind == kind) {
+                gap.begin = std::min(gap.begin, begin);
+                gap.end = std::max(gap.end, end);
+                gap.count += count;
+                return;
+            }
+        }
+    }
+    thread.m_gaps.push_back(Gap{kind, begin, end, count});
+}
+
+void StackModel::push(Thread& thread, FrameId id)
+{
+    const std::uint32_t parent = thread.m_frames.empty() ? 0 : thread.m_frames.back().node;
+    Frame frame;
+    frame.id = id;
+    frame.begin = thread.m_last_ts;
+    frame.node = thread.child_node(parent, id);
+    thread.m_frames.push_back(frame);
+    ++thread.m_active[id];
+}
+
+void StackModel::close_line(Frame& frame, Timestamp ts)
+{
+    if (frame.line == 0)
+        return;
+    if (frame.line_begin <= m_end && ts >= m_begin) {
+        LineStats& stats = m_lines[LineKey{frame.id.value, frame.line}];
+        ++stats.hits;
+        stats.total_ns += std::max<Timestamp>(0, clip_end(ts) - clip_begin(frame.line_begin));
+    }
+    frame.line = 0;
+}
+
+void StackModel::pop(Thread& thread, Timestamp ts)
+{
+    Frame& frame = thread.m_frames.back();
+    const bool overlaps = frame.begin <= m_end && ts >= m_begin;
+    const Timestamp begin = clip_begin(frame.begin);
+    const Timestamp end = clip_end(ts);
+    const Timestamp total = overlaps ? std::max<Timestamp>(0, end - begin) : 0;
+    if (overlaps && m_listener)
+        m_listener->on_frame_closed(thread, frame, begin, end);
+    close_line(frame, ts);
+    auto active = thread.m_active.find(frame.id);
+    const bool is_outermost = active == thread.m_active.end() || --active->second == 0;
+    if (overlaps) {
+        const Timestamp self = std::max<Timestamp>(0, total - frame.child_ns);
+        ContextNode& node = thread.m_nodes[frame.node];
+        ++node.calls;
+        node.total_ns += total;
+        node.self_ns += self;
+        FunctionStats& stats = m_functions[frame.id];
+        ++stats.calls;
+        stats.self_ns += self;
+        if (is_outermost)
+            stats.total_ns += total;
+    }
+    thread.m_frames.pop_back();
+    if (!thread.m_frames.empty())
+        thread.m_frames.back().child_ns += total;
+}
+
+void StackModel::on_call(Thread& thread, std::uint64_t code_id)
+{
+    push(thread, FrameId{code_id, false});
+}
+
+void StackModel::on_return(Thread& thread, std::uint64_t code_id)
+{
+    const Timestamp ts = thread.m_last_ts;
+    auto& frames = thread.m_frames;
+    std::size_t index = frames.size();
+    while (index > 0) {
+        const Frame& frame = frames[index - 1];
+        if (!frame.id.is_c && frame.id.value == code_id)
+            break;
+        --index;
+    }
+    if (index == 0) {
+        // Nothing of that code is open: it was called before the trace started (or its call
+        // was lost). The stack stays as it is; the region before this return is uncertain.
+        close_line(thread.m_orphan, ts);
+        note(thread, GapKind::unmatched_return, thread.m_first_ts, ts, 1);
+        return;
+    }
+    const std::size_t above = frames.size() - index;
+    if (above > 0) {
+        note(thread, GapKind::mismatched_return, frames[index].begin, ts, above);
+        for (std::size_t i = 0; i < above; ++i)
+            pop(thread, ts);
+    }
+    pop(thread, ts);
+}
+
+void StackModel::on_c_call(Thread& thread, std::string_view name, std::string_view owner)
+{
+    m_c_key.assign(owner);
+    m_c_key.push_back('\0');
+    m_c_key.append(name);
+    const auto [it, is_new] = m_c_index.try_emplace(m_c_key, m_c_labels.size());
+    if (is_new) {
+        std::string label(owner);
+        if (!label.empty())
+            label.push_back(':');
+        label.append(name);
+        m_c_labels.push_back(std::move(label));
+    }
+    push(thread, FrameId{it->second, true});
+}
+
+void StackModel::on_c_return(Thread& thread)
+{
+    if (!thread.m_frames.empty() && thread.m_frames.back().id.is_c) {
+        pop(thread, thread.m_last_ts);
+        return;
+    }
+    note(thread, GapKind::unmatched_return, thread.m_first_ts, thread.m_last_ts, 1);
+}
+
+void StackModel::on_line(Thread& thread, std::uint64_t code_id, std::uint32_t line)
+{
+    const Timestamp ts = thread.m_last_ts;
+    Frame* frame = nullptr;
+    if (thread.m_frames.empty()) {
+        frame = &thread.m_orphan;
+        close_line(*frame, ts);
+        frame->id = FrameId{code_id, false};
+    } else if (!thread.m_frames.back().id.is_c && thread.m_frames.back().id.value == code_id) {
+        frame = &thread.m_frames.back();
+    }
+    if (!frame) {
+        // A line of a frame that is not the innermost one: count the hit, the time is unknown.
+        if (ts >= m_begin && ts <= m_end)
+            ++m_lines[LineKey{code_id, line}].hits;
+        return;
+    }
+    close_line(*frame, ts);
+    frame->line = line;
+    frame->line_begin = ts;
+}
+
+void StackModel::on_discarded(std::uint64_t stream, Timestamp begin, Timestamp end,
+                              std::uint64_t count)
+{
+    m_stream_gaps[stream].push_back(Gap{GapKind::discarded_events, begin, end, count});
+    const auto seen = m_stream_threads.find(stream);
+    if (seen == m_stream_threads.end())
+        return;
+    for (Thread* thread : seen->second)
+        note(*thread, GapKind::discarded_events, begin, end, count);
+}
+
+void StackModel::finish()
+{
+    for (auto& [key, thread] : m_threads) {
+        const Timestamp ts = thread->m_last_ts;
+        if (!thread->m_frames.empty()) {
+            note(*thread, GapKind::open_at_end, thread->m_frames.front().begin, ts,
+                 thread->m_frames.size());
+            while (!thread->m_frames.empty())
+                pop(*thread, ts);
+        }
+        close_line(thread->m_orphan, ts);
+    }
+}
+
+std::string StackModel::label(FrameId id) const
+{
+    if (id.is_c)
+        return id.value < m_c_labels.size() ? m_c_labels[id.value] : std::string("<C ?>");
+    if (const CodeInfo* info = code(id.value))
+        return info->module + ':' + info->qualname;
+    char text[40];
+    std::snprintf(text, sizeof text, "<unknown 0x%llx>",
+                  static_cast<unsigned long long>(id.value));
+    return text;
+}
+
+const CodeInfo* StackModel::code(std::uint64_t id) const noexcept
+{
+    const auto it = m_codes.find(id);
+    return it == m_codes.end() ? nullptr : &it->second;
+}
+
+std::vector<const Thread*> StackModel::threads() const
+{
+    std::vector<const Thread*> result;
+    result.reserve(m_threads.size());
+    for (const auto& [key, thread] : m_threads)
+        result.push_back(thread.get());
+    std::sort(result.begin(), result.end(),
+              [](const Thread* a, const Thread* b) { return a->key() < b->key(); });
+    return result;
+}
+
+} // namespace pyust::analysis

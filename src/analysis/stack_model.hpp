@@ -1,0 +1,319 @@
+// The stack-rebuilding core of pyust's analyses: it replays python:* events per (pid, tid),
+// keeps each thread's stack of open frames, and aggregates what every report needs (a calling
+// context tree per thread, per-function and per-line statistics) without keeping anything that
+// grows with the length of the trace. It knows nothing of babeltrace2: the plugin feeds it plain
+// values, so the same logic is unit-tested on its own.
+//
+// Truth with imperfect traces: the model never lets a depth go negative, never drops an event
+// silently, and records per thread every place where its stacks cannot be exact (a trace that
+// starts mid-call, frames still open at the end, lost events), with the times.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace pyust::analysis {
+
+// Nanoseconds from the trace clock's origin.
+using Timestamp = std::int64_t;
+
+// A thread of a traced process, as LTTng's vpid and vtid contexts name it.
+struct ThreadKey {
+    std::int64_t pid = 0;
+    std::int64_t tid = 0;
+
+    bool operator==(const ThreadKey& other) const noexcept
+    {
+        return pid == other.pid && tid == other.tid;
+    }
+    bool operator<(const ThreadKey& other) const noexcept
+    {
+        return pid != other.pid ? pid < other.pid : tid < other.tid;
+    }
+};
+
+struct ThreadKeyHash {
+    std::size_t operator()(const ThreadKey& key) const noexcept
+    {
+        return std::hash<std::int64_t>()(key.pid * 1000003 ^ key.tid);
+    }
+};
+
+// What a frame runs: a Python code object (by its id) or a C function (by its index in the
+// model's table of C functions).
+struct FrameId {
+    std::uint64_t value = 0;
+    bool is_c = false;
+
+    bool operator==(const FrameId& other) const noexcept
+    {
+        return value == other.value && is_c == other.is_c;
+    }
+};
+
+struct FrameIdHash {
+    std::size_t operator()(const FrameId& id) const noexcept
+    {
+        return std::hash<std::uint64_t>()(id.value) ^ (id.is_c ? 0x9e3779b97f4a7c15ULL : 0);
+    }
+};
+
+// The names behind a Python code id (python:code).
+struct CodeInfo {
+    std::string module;
+    std::string qualname;
+    std::string file;
+    std::uint32_t first_line = 0;
+};
+
+// One open frame of a thread's stack.
+struct Frame {
+    FrameId id;
+    Timestamp begin = 0;
+    Timestamp child_ns = 0;  // time of the closed children, clipped to the window
+    std::uint32_t node = 0;  // its node in the thread's calling context tree
+    std::uint32_t line = 0;  // the line running now (0: none seen yet)
+    Timestamp line_begin = 0;
+};
+
+// A node of a thread's calling context tree: one call path, aggregated over every call.
+struct ContextNode {
+    FrameId id;
+    std::uint32_t parent = 0;
+    std::uint64_t calls = 0;
+    Timestamp total_ns = 0;  // inclusive time
+    Timestamp self_ns = 0;   // inclusive time minus the children's
+    std::vector<std::uint32_t> children;
+};
+
+// Why a part of a thread's history is not exact.
+enum class GapKind {
+    unmatched_return,    // returns with no open frame: the trace started mid-call
+    mismatched_return,   // a return named a deeper frame: the frames above it were closed then
+    open_at_end,         // frames still open at the end, closed at the thread's last event
+    discarded_events,    // the tracer lost events in this window (stream-wide)
+};
+
+// Returns a short lower-case name for a gap kind ("unmatched return", ...). noexcept.
+const char* gap_kind_name(GapKind kind) noexcept;
+
+// A time range of a thread (or stream) where the rebuilt stacks may be wrong.
+struct Gap {
+    GapKind kind = GapKind::unmatched_return;
+    Timestamp begin = 0;
+    Timestamp end = 0;
+    std::uint64_t count = 0;  // events or frames concerned (0 when unknown)
+};
+
+// Per-function statistics, cProfile's columns.
+struct FunctionStats {
+    std::uint64_t calls = 0;
+    Timestamp total_ns = 0;  // inclusive time, counting only the outermost of recursive calls
+    Timestamp self_ns = 0;
+};
+
+// Per-line statistics: hits, and the time from each hit to the next line of the same frame
+// (or the frame's end), so it includes the time of the calls made on that line.
+struct LineStats {
+    std::uint64_t hits = 0;
+    Timestamp total_ns = 0;
+};
+
+struct LineKey {
+    std::uint64_t code_id = 0;
+    std::uint32_t line = 0;
+
+    bool operator==(const LineKey& other) const noexcept
+    {
+        return code_id == other.code_id && line == other.line;
+    }
+};
+
+struct LineKeyHash {
+    std::size_t operator()(const LineKey& key) const noexcept
+    {
+        return std::hash<std::uint64_t>()(key.code_id * 31 + key.line);
+    }
+};
+
+class StackModel;
+
+// Everything the model knows of one thread.
+class Thread {
+public:
+    // Creates an empty thread. Throws std::bad_alloc.
+    explicit Thread(ThreadKey key);
+
+    const ThreadKey& key() const noexcept { return m_key; }
+    const std::string& name() const noexcept { return m_name; }
+    // The open frames, outermost first.
+    const std::vector<Frame>& frames() const noexcept { return m_frames; }
+    std::size_t depth() const noexcept { return m_frames.size(); }
+    // The calling context tree; node 0 is the root (no frame).
+    const std::vector<ContextNode>& nodes() const noexcept { return m_nodes; }
+    const std::vector<Gap>& gaps() const noexcept { return m_gaps; }
+    Timestamp first_ts() const noexcept { return m_first_ts; }
+    Timestamp last_ts() const noexcept { return m_last_ts; }
+    std::uint64_t event_count() const noexcept { return m_event_count; }
+
+private:
+    friend class StackModel;
+
+    struct ChildKey {
+        std::uint32_t parent;
+        FrameId id;
+        bool operator==(const ChildKey& other) const noexcept
+        {
+            return parent == other.parent && id == other.id;
+        }
+    };
+    struct ChildKeyHash {
+        std::size_t operator()(const ChildKey& key) const noexcept
+        {
+            return FrameIdHash()(key.id) * 31 + key.parent;
+        }
+    };
+
+    std::uint32_t child_node(std::uint32_t parent, FrameId id);
+
+    ThreadKey m_key;
+    std::string m_name;
+    std::vector<Frame> m_frames;
+    std::vector<ContextNode> m_nodes;
+    std::unordered_map<ChildKey, std::uint32_t, ChildKeyHash> m_child_index;
+    std::unordered_map<FrameId, std::uint32_t, FrameIdHash> m_active;  // open frames per id
+    Frame m_orphan;  // the line slot of code running below the first frame seen (mid-call)
+    std::vector<Gap> m_gaps;
+    Timestamp m_first_ts = 0;
+    Timestamp m_last_ts = 0;
+    std::uint64_t m_event_count = 0;
+    std::uint64_t m_last_stream = UINT64_MAX;
+};
+
+// Receives every frame the model closes, for outputs that stream (Chrome trace events).
+class FrameListener {
+public:
+    virtual ~FrameListener() = default;
+    // Called once per closed frame that overlaps the window, before it leaves the stack
+    // (thread.frames().back() is the frame). end is its end clipped to the window, begin its
+    // begin clipped. May throw; the exception leaves the model's call.
+    virtual void on_frame_closed(const Thread& thread, const Frame& frame, Timestamp begin,
+                                 Timestamp end) = 0;
+};
+
+// Rebuilds stacks from python:* events. Events of one thread must come in time order; threads
+// may interleave freely. Not thread-safe.
+class StackModel {
+public:
+    StackModel() = default;
+
+    // Restricts the statistics to [begin, end] (ns): frame and line times are clipped to it and
+    // what does not overlap it is not counted. Stacks are still rebuilt from every event.
+    // Precondition: begin <= end, and no event fed yet. noexcept.
+    void set_window(Timestamp begin, Timestamp end) noexcept;
+
+    // Sets (or clears, with nullptr) the listener told of every closed frame. The listener must
+    // outlive the model's use of it. noexcept.
+    void set_listener(FrameListener* listener) noexcept { m_listener = listener; }
+
+    // python:code: registers the names of a code id; a later registration of the same id
+    // replaces it. Throws std::bad_alloc.
+    void on_code(std::uint64_t id, std::string module, std::string qualname, std::string file,
+                 std::uint32_t first_line);
+
+    // python:thread: names a thread (key.tid is the named thread, not the emitting one).
+    // Throws std::bad_alloc.
+    void on_thread_name(const ThreadKey& key, std::string name);
+
+    // Returns the thread (created on first use) that an event at ts on a stream (an opaque
+    // number the caller chooses per trace stream) belongs to, after recording that the thread
+    // was seen there at ts; that time is the one the on_* call for this event uses. A ts before
+    // the thread's previous event (not expected) counts as that previous time, so that no
+    // duration is ever negative. Throws std::bad_alloc.
+    Thread& thread_at(const ThreadKey& key, Timestamp ts, std::uint64_t stream);
+
+    // python:call. Precondition (here and below): thread comes from thread_at for this event.
+    // Throws std::bad_alloc or whatever the listener throws (for the calls below too).
+    void on_call(Thread& thread, std::uint64_t code_id);
+
+    // python:return: closes the innermost frame of code_id. When the innermost frame is another
+    // one but code_id is open deeper, the frames above it close now too (mismatched_return);
+    // when it is not open at all, nothing closes (unmatched_return).
+    void on_return(Thread& thread, std::uint64_t code_id);
+
+    // python:c_call, with the C function's name and owner (module or type).
+    void on_c_call(Thread& thread, std::string_view name, std::string_view owner);
+
+    // python:c_return: closes the innermost frame if it is a C frame; otherwise nothing
+    // closes (unmatched_return).
+    void on_c_return(Thread& thread);
+
+    // python:line: code_id's frame now runs line.
+    void on_line(Thread& thread, std::uint64_t code_id, std::uint32_t line);
+
+    // A discarded-events message of a stream: every thread seen on that stream so far gets a
+    // discarded_events gap [begin, end]; the stream keeps one too. count 0 means unknown.
+    // Throws std::bad_alloc.
+    void on_discarded(std::uint64_t stream, Timestamp begin, Timestamp end, std::uint64_t count);
+
+    // Closes every frame still open at its thread's last timestamp (open_at_end). Call once,
+    // after the last event. Throws what on_return throws.
+    void finish();
+
+    // The display name of a frame: "module:qualname" for Python code, "owner:name" for C
+    // functions, "<unknown 0x...>" for a code id never registered. Throws std::bad_alloc.
+    std::string label(FrameId id) const;
+
+    // The registration of a code id, or nullptr. noexcept.
+    const CodeInfo* code(std::uint64_t id) const noexcept;
+
+    // The threads, sorted by (pid, tid). Throws std::bad_alloc.
+    std::vector<const Thread*> threads() const;
+
+    // Per-function statistics over every thread. noexcept.
+    const std::unordered_map<FrameId, FunctionStats, FrameIdHash>& functions() const noexcept
+    {
+        return m_functions;
+    }
+    // Per-line statistics over every thread. noexcept.
+    const std::unordered_map<LineKey, LineStats, LineKeyHash>& lines() const noexcept
+    {
+        return m_lines;
+    }
+
+    // Discarded-events gaps per stream. noexcept.
+    const std::unordered_map<std::uint64_t, std::vector<Gap>>& stream_gaps() const noexcept
+    {
+        return m_stream_gaps;
+    }
+
+private:
+    void push(Thread& thread, FrameId id);
+    void pop(Thread& thread, Timestamp ts);
+    void close_line(Frame& frame, Timestamp ts);
+    void note(Thread& thread, GapKind kind, Timestamp begin, Timestamp end, std::uint64_t count);
+    Timestamp clip_begin(Timestamp ts) const noexcept { return ts < m_begin ? m_begin : ts; }
+    Timestamp clip_end(Timestamp ts) const noexcept { return ts > m_end ? m_end : ts; }
+
+    std::unordered_map<std::uint64_t, CodeInfo> m_codes;
+    std::unordered_map<std::string, std::uint64_t> m_c_index;
+    std::vector<std::string> m_c_labels;
+    std::string m_c_key;  // reused buffer: no allocation per C call once warm
+    std::unordered_map<ThreadKey, std::unique_ptr<Thread>, ThreadKeyHash> m_threads;
+    std::unordered_map<std::uint64_t, std::vector<Thread*>> m_stream_threads;
+    std::unordered_map<std::uint64_t, std::vector<Gap>> m_stream_gaps;
+    std::unordered_map<FrameId, FunctionStats, FrameIdHash> m_functions;
+    std::unordered_map<LineKey, LineStats, LineKeyHash> m_lines;
+    FrameListener* m_listener = nullptr;
+    Thread* m_last_thread = nullptr;
+    Timestamp m_begin = INT64_MIN;
+    Timestamp m_end = INT64_MAX;
+};
+
+} // namespace pyust::analysis

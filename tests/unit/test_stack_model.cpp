@@ -1,0 +1,279 @@
+// Unit tests of the stack-rebuilding core: exact stacks and times for well-formed event
+// sequences, and honest gaps (never a negative depth) for imperfect ones.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "stack_model.hpp"
+
+using namespace pyust::analysis;
+
+namespace {
+
+constexpr std::uint64_t main_id = 0x0000006400000001ULL;  // pid 100, seq 1
+constexpr std::uint64_t foo_id = 0x0000006400000002ULL;
+constexpr std::uint64_t bar_id = 0x0000006400000003ULL;
+constexpr ThreadKey thread_a{100, 100};
+constexpr ThreadKey thread_b{100, 101};
+
+// Feeds events to a model with explicit times, on stream 0 unless told.
+struct Feeder {
+    StackModel model;
+
+    Feeder()
+    {
+        model.on_code(main_id, "__main__", "<module>", "app.py", 1);
+        model.on_code(foo_id, "__main__", "foo", "app.py", 3);
+        model.on_code(bar_id, "pkg.mod", "Bar.run", "/src/pkg/mod.py", 10);
+    }
+    Thread& at(Timestamp ts, ThreadKey key = thread_a, std::uint64_t stream = 0)
+    {
+        return model.thread_at(key, ts, stream);
+    }
+    void call(Timestamp ts, std::uint64_t id, ThreadKey key = thread_a)
+    {
+        model.on_call(at(ts, key), id);
+    }
+    void ret(Timestamp ts, std::uint64_t id, ThreadKey key = thread_a)
+    {
+        model.on_return(at(ts, key), id);
+    }
+    const Thread& thread(ThreadKey key = thread_a)
+    {
+        for (const Thread* t : model.threads())
+            if (t->key() == key)
+                return *t;
+        FAIL("no such thread");
+        throw;
+    }
+    // "label calls total self" per node, depth-first, indented by two spaces per level.
+    std::vector<std::string> tree(ThreadKey key = thread_a)
+    {
+        std::vector<std::string> out;
+        const Thread& t = thread(key);
+        walk(t, 0, 0, out);
+        return out;
+    }
+    void walk(const Thread& t, std::uint32_t index, int level, std::vector<std::string>& out)
+    {
+        const ContextNode& node = t.nodes()[index];
+        if (index != 0)
+            out.push_back(std::string(2 * (level - 1), ' ') + model.label(node.id) + ' ' +
+                          std::to_string(node.calls) + ' ' + std::to_string(node.total_ns) + ' ' +
+                          std::to_string(node.self_ns));
+        for (std::uint32_t child : node.children)
+            walk(t, child, level + 1, out);
+    }
+};
+
+std::vector<std::string> stack_labels(const StackModel& model, const Thread& thread)
+{
+    std::vector<std::string> out;
+    for (const Frame& frame : thread.frames())
+        out.push_back(model.label(frame.id));
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("nested calls build the calling context tree with inclusive and self times")
+{
+    Feeder f;
+    f.call(0, main_id);
+    f.call(10, foo_id);
+    f.call(20, bar_id);
+    CHECK(stack_labels(f.model, f.thread()) ==
+          std::vector<std::string>{"__main__:<module>", "__main__:foo", "pkg.mod:Bar.run"});
+    f.ret(50, bar_id);
+    f.ret(60, foo_id);
+    f.call(70, bar_id);
+    f.ret(80, bar_id);
+    f.ret(100, main_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{
+                          "__main__:<module> 1 100 40",
+                          "  __main__:foo 1 50 20",
+                          "    pkg.mod:Bar.run 1 30 30",
+                          "  pkg.mod:Bar.run 1 10 10",
+                      });
+    const auto& functions = f.model.functions();
+    CHECK(functions.at(FrameId{bar_id, false}).calls == 2);
+    CHECK(functions.at(FrameId{bar_id, false}).total_ns == 40);
+    CHECK(functions.at(FrameId{bar_id, false}).self_ns == 40);
+    CHECK(f.thread().gaps().empty());
+    CHECK(f.thread().depth() == 0);
+}
+
+TEST_CASE("recursion counts the inclusive time of the outermost call only")
+{
+    Feeder f;
+    f.call(0, foo_id);
+    f.call(10, foo_id);
+    f.call(20, foo_id);
+    f.ret(30, foo_id);
+    f.ret(40, foo_id);
+    f.ret(50, foo_id);
+    f.model.finish();
+    const FunctionStats& stats = f.model.functions().at(FrameId{foo_id, false});
+    CHECK(stats.calls == 3);
+    CHECK(stats.total_ns == 50);
+    CHECK(stats.self_ns == 50);
+    CHECK(f.tree().size() == 3);
+}
+
+TEST_CASE("a trace that starts mid-call never goes below depth zero and says when")
+{
+    Feeder f;
+    f.call(5, bar_id);
+    f.ret(8, bar_id);
+    f.ret(10, foo_id);   // foo was running before the trace started
+    f.ret(12, main_id);  // and so was <module>
+    CHECK(f.thread().depth() == 0);
+    f.call(20, foo_id);
+    f.ret(30, foo_id);
+    f.model.finish();
+    const auto& gaps = f.thread().gaps();
+    REQUIRE(gaps.size() == 1);
+    CHECK(gaps[0].kind == GapKind::unmatched_return);
+    CHECK(gaps[0].begin == 5);
+    CHECK(gaps[0].end == 12);
+    CHECK(gaps[0].count == 2);
+    CHECK(f.tree() == std::vector<std::string>{"pkg.mod:Bar.run 1 3 3", "__main__:foo 1 10 10"});
+}
+
+TEST_CASE("frames still open at the end close at the thread's last event")
+{
+    Feeder f;
+    f.call(0, main_id);
+    f.call(10, foo_id);
+    f.call(15, bar_id, thread_b);
+    f.at(40);  // some other event of thread a
+    f.model.finish();
+    CHECK(f.tree() ==
+          std::vector<std::string>{"__main__:<module> 1 40 10", "  __main__:foo 1 30 30"});
+    REQUIRE(f.thread().gaps().size() == 1);
+    CHECK(f.thread().gaps()[0].kind == GapKind::open_at_end);
+    CHECK(f.thread().gaps()[0].begin == 0);
+    CHECK(f.thread().gaps()[0].end == 40);
+    CHECK(f.thread().gaps()[0].count == 2);
+    CHECK(f.tree(thread_b) == std::vector<std::string>{"pkg.mod:Bar.run 1 0 0"});
+}
+
+TEST_CASE("a return of an outer frame closes the frames above it and records it")
+{
+    Feeder f;
+    f.call(0, main_id);
+    f.call(10, foo_id);
+    f.call(20, bar_id);  // its return is lost
+    f.ret(30, foo_id);
+    CHECK(f.thread().depth() == 1);
+    f.ret(40, main_id);
+    f.model.finish();
+    REQUIRE(f.thread().gaps().size() == 1);
+    CHECK(f.thread().gaps()[0].kind == GapKind::mismatched_return);
+    CHECK(f.thread().gaps()[0].begin == 20);
+    CHECK(f.thread().gaps()[0].end == 30);
+    CHECK(f.thread().gaps()[0].count == 1);
+}
+
+TEST_CASE("C calls nest inside Python frames and a stray c_return is a gap")
+{
+    Feeder f;
+    f.model.on_c_return(f.at(1));  // started inside a C call
+    f.call(2, foo_id);
+    f.model.on_c_call(f.at(3), "len", "builtins");
+    CHECK(stack_labels(f.model, f.thread()) ==
+          std::vector<std::string>{"__main__:foo", "builtins:len"});
+    f.model.on_c_return(f.at(5));
+    f.ret(9, foo_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{"__main__:foo 1 7 5", "  builtins:len 1 2 2"});
+    REQUIRE(f.thread().gaps().size() == 1);
+    CHECK(f.thread().gaps()[0].kind == GapKind::unmatched_return);
+}
+
+TEST_CASE("threads interleaved on one stream keep separate stacks")
+{
+    Feeder f;
+    f.call(0, foo_id, thread_a);
+    f.call(1, bar_id, thread_b);
+    f.call(2, bar_id, thread_a);
+    f.ret(3, bar_id, thread_b);
+    f.ret(4, bar_id, thread_a);
+    f.ret(5, foo_id, thread_a);
+    f.model.finish();
+    CHECK(f.tree(thread_a) ==
+          std::vector<std::string>{"__main__:foo 1 5 3", "  pkg.mod:Bar.run 1 2 2"});
+    CHECK(f.tree(thread_b) == std::vector<std::string>{"pkg.mod:Bar.run 1 2 2"});
+}
+
+TEST_CASE("lost events mark every thread seen on the stream, and the stream")
+{
+    Feeder f;
+    f.call(0, foo_id, thread_a);
+    f.model.thread_at(thread_b, 1, 7);
+    f.model.on_discarded(0, 10, 20, 5);
+    f.ret(30, foo_id, thread_a);
+    f.model.finish();
+    REQUIRE(f.thread(thread_a).gaps().size() == 1);
+    CHECK(f.thread(thread_a).gaps()[0].kind == GapKind::discarded_events);
+    CHECK(f.thread(thread_a).gaps()[0].begin == 10);
+    CHECK(f.thread(thread_a).gaps()[0].end == 20);
+    CHECK(f.thread(thread_a).gaps()[0].count == 5);
+    CHECK(f.thread(thread_b).gaps().empty());
+    CHECK(f.model.stream_gaps().at(0).size() == 1);
+}
+
+TEST_CASE("unknown ids are named by their value, and the latest registration wins")
+{
+    Feeder f;
+    CHECK(f.model.label(FrameId{0xdeadULL, false}) == "<unknown 0xdead>");
+    f.model.on_code(0xdeadULL, "m", "old", "m.py", 1);
+    f.model.on_code(0xdeadULL, "m", "new", "m.py", 1);
+    CHECK(f.model.label(FrameId{0xdeadULL, false}) == "m:new");
+}
+
+TEST_CASE("lines get hits and the time until the next line of the same frame")
+{
+    Feeder f;
+    f.call(0, foo_id);
+    f.model.on_line(f.at(1), foo_id, 4);
+    f.call(2, bar_id);
+    f.model.on_line(f.at(3), bar_id, 11);
+    f.ret(5, bar_id);
+    f.model.on_line(f.at(6), foo_id, 5);
+    f.model.on_line(f.at(9), foo_id, 4);
+    f.ret(10, foo_id);
+    f.model.finish();
+    const auto& lines = f.model.lines();
+    CHECK(lines.at(LineKey{foo_id, 4}).hits == 2);
+    CHECK(lines.at(LineKey{foo_id, 4}).total_ns == 5 + 1);
+    CHECK(lines.at(LineKey{foo_id, 5}).total_ns == 3);
+    CHECK(lines.at(LineKey{bar_id, 11}).total_ns == 2);
+}
+
+TEST_CASE("a window clips frame times and drops what lies outside")
+{
+    Feeder f;
+    f.model.set_window(10, 30);
+    f.call(0, main_id);
+    f.call(2, foo_id);
+    f.ret(5, foo_id);
+    f.call(20, bar_id);
+    f.ret(25, bar_id);
+    f.ret(40, main_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{"__main__:<module> 1 20 15",
+                                               "  __main__:foo 0 0 0",
+                                               "  pkg.mod:Bar.run 1 5 5"});
+}
+
+TEST_CASE("a time going backwards never makes a negative duration")
+{
+    Feeder f;
+    f.call(10, foo_id);
+    f.ret(5, foo_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{"__main__:foo 1 0 0"});
+}
