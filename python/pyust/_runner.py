@@ -44,8 +44,8 @@ def _module_target(name: str, args: list) -> Target:
         mod_name, spec, code = runpy._get_module_details(name)  # same lookup as python -m
     except ImportError as error:
         raise TargetError(str(error)) from None
-    except SyntaxError:
-        raise
+    except SyntaxError as error:
+        _reraise_as_untraced(error, None)
     origin = spec.origin if spec.has_location else name
     main_globals = _new_main(
         __name__="__main__",
@@ -71,7 +71,10 @@ def _script_target(path: str, args: list) -> Target:
             source = stream.read()
     except OSError as error:
         raise TargetError(f"can't open file {path!r}: [Errno {error.errno}] {error.strerror}") from None
-    code = compile(source, path, "exec", dont_inherit=True)
+    try:
+        code = compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        _reraise_as_untraced(error, None)
     main_globals = _new_main(
         __name__="__main__",
         __file__=path,
@@ -122,20 +125,23 @@ def run(target: Target, start) -> None:
     except SystemExit:
         raise
     except BaseException as error:
-        _reraise_as_untraced(error)
+        _reraise_as_untraced(error, error.__traceback__.tb_next)
 
 
-def _reraise_as_untraced(error: BaseException):
+def _reraise_as_untraced(error: BaseException, target_tb):
+    """Raise error so that sys.excepthook shows it with traceback target_tb
+    (the target's own frames, or None for an error before its first line)."""
     # Python prints an unhandled exception with sys.excepthook and sets the
     # exit status (1, or death by SIGINT for KeyboardInterrupt) once it has
     # left every frame. Re-raising keeps that path; the wrapper shows the
     # traceback from the target's first frame, as an untraced run shows it.
-    target_tb = error.__traceback__.tb_next if error.__traceback__ else None
     user_hook = sys.excepthook
 
     def excepthook(exc_type, value, tb):
         if value is error:
+            # CPython's hook prints value.__traceback__ when it has one.
             tb = target_tb
+            value.__traceback__ = tb
         user_hook(exc_type, value, tb)
 
     sys.excepthook = excepthook

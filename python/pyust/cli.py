@@ -179,6 +179,8 @@ def _run_main(argv: list) -> int:
     summary = f"pyust: trace in {session.path}"
     if recorded is not None:
         summary += f": {recorded} events recorded"
+    elif not args.no_count:
+        summary += ": events not counted (babeltrace2 missing or failed)"
     summary += f", {discarded} discarded by LTTng"
     print(summary, file=sys.stderr)
     if discarded:
@@ -195,8 +197,9 @@ def _run_child(target: list, hook_flags: list, *, blocking: bool) -> int:
     command = [sys.executable, "-m", "pyust", *hook_flags, "--", *target]
     # The terminal's Ctrl-C reaches the child (same process group); the
     # parent waits for it so that the session is always stopped and destroyed.
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    # (Ignored only after the spawn: the child would inherit SIG_IGN.)
     child = subprocess.Popen(command, env=env)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
 
     def forward(signum, frame):
         child.send_signal(signum)
@@ -259,11 +262,17 @@ def _disable_main(argv: list) -> int:
 def main(argv: list | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = {"run": _run_main, "enable": _enable_main, "disable": _disable_main}
+    if not argv or argv[0] not in commands:
+        # The program's own exceptions (KeyboardInterrupt included) propagate
+        # exactly as they would untraced.
+        try:
+            return _hook_main(argv)
+        except UsageError as error:
+            print(f"pyust: error: {error}", file=sys.stderr)
+            return 2
+    _stop_activation_tracing()
     try:
-        if argv and argv[0] in commands:
-            _stop_activation_tracing()
-            return commands[argv[0]](argv[1:])
-        return _hook_main(argv)
+        return commands[argv[0]](argv[1:])
     except UsageError as error:
         print(f"pyust: error: {error}", file=sys.stderr)
         return 2

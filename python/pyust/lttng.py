@@ -156,8 +156,10 @@ def count_events(trace: str, timeout: float = 600) -> int | None:
         return None
     if result.returncode != 0:
         return None
+    # The counter prints running totals every 10,000 messages: the last wins.
+    count = None
     for line in result.stdout.splitlines():
         words = line.split()
         if words[1:] == ["Event", "messages"] and words[0].isdigit():
-            return int(words[0])
-    return None
+            count = int(words[0])
+    return count

@@ -1,0 +1,174 @@
+"""The traced program behaves exactly as untraced: exit status, output,
+tracebacks, signals, threads at shutdown; and the hook survives what the
+program does to the interpreter."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import assert_balanced, run_hooked, run_plain
+
+PROGRAMS = {
+    "normal": "print('out')\n",
+    "sys_exit": "import sys\nprint('bye')\nsys.exit(3)\n",
+    "sys_exit_message": "import sys\nsys.exit('fatal: no input')\n",
+    "exception": "def f():\n    raise ValueError('bad value')\nf()\n",
+    "chained": ("def f():\n    try:\n        {}['k']\n    except KeyError as e:\n"
+                "        raise RuntimeError('wrapped') from e\nf()\n"),
+    "keyboard_interrupt": "def f():\n    raise KeyboardInterrupt\nf()\n",
+    "os_exit": "import os, sys\nprint('x', flush=True)\nos._exit(5)\n",
+    "syntax_error": "def f(:\n    pass\n",
+    "argv": "import sys\nprint(sys.argv, __name__, __file__ == sys.argv[0])\n",
+    "daemon_at_exit": (
+        "import threading, time\n"
+        "def spin():\n    while True:\n        sum(range(100))\n"
+        "for _ in range(3):\n    threading.Thread(target=spin, daemon=True).start()\n"
+        "time.sleep(0.05)\nprint('main done')\n"),
+    "atexit": ("import atexit\ndef bye():\n    print('atexit ran')\n"
+               "atexit.register(bye)\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_same_status_and_output_as_untraced(session, make_program, name):
+    program = make_program(PROGRAMS[name], name=f"{name}.py")
+    args = [program, "a", "b"]
+    plain = run_plain(args)
+    traced = run_hooked(args)
+    assert traced.returncode == plain.returncode
+    assert traced.stdout == plain.stdout
+    assert traced.stderr == plain.stderr
+
+
+def test_daemon_threads_at_exit_repeatedly(session, make_program):
+    program = make_program(PROGRAMS["daemon_at_exit"])
+    for _ in range(10):
+        result = run_hooked([program])
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "main done\n"
+
+
+def test_atexit_handlers_are_traced(session, make_program):
+    program = make_program(PROGRAMS["atexit"])
+    assert run_hooked([program]).returncode == 0
+    trace = session.read()
+    assert ("call", "bye") in trace.program_flow(program)
+
+
+def test_hook_survives_recursion_error(session, make_program):
+    program = make_program("""\
+        import sys
+        sys.setrecursionlimit(200)
+        def down(n):
+            return down(n + 1)
+        def after():
+            return 1
+        try:
+            down(0)
+        except RecursionError:
+            pass
+        after()
+        """)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    trace = session.read()
+    flow = trace.program_flow(program)
+    assert flow[-3:] == [("call", "after"), ("return", "after", 0), ("return", "<module>", 0)]
+    downs = [f for f in flow if f[1] == "down"]
+    assert len(downs) > 100
+    assert all(f[2] == 1 for f in downs if f[0] == "return")
+    for events in trace.threads().values():
+        assert_balanced(trace, events)
+
+
+def test_module_target_runs_like_python_m(session, make_program, tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "tool.py").write_text(
+        "import sys\ndef main():\n    print(__name__, sys.argv[1:])\n"
+        "if __name__ == '__main__':\n    main()\n")
+    plain = run_plain(["-m", "pkg.tool", "x"], cwd=tmp_path)
+    traced = run_hooked(["-m", "pkg.tool", "x"], cwd=tmp_path)
+    assert traced.returncode == plain.returncode == 0
+    assert traced.stdout == plain.stdout == "__main__ ['x']\n"
+    trace = session.read()
+    assert ("call", "main") in trace.flow()
+
+
+def test_session_started_after_the_program_gets_the_names(session, make_program, tmp_path):
+    """Code registered before any session recorded is named again (rundown)
+    when a session starts: automatically, and on pyust.rundown()."""
+    import subprocess
+
+    from conftest import PYTHON, Session, child_env
+
+    session.destroy()  # this test runs its own, later session
+    program = make_program("""\
+        import sys
+        import pyust
+        def early():
+            return 1
+        pyust.start()
+        early()
+        print("ready", flush=True)
+        sys.stdin.readline()
+        early()
+        pyust.rundown()
+        pyust.stop()
+        """)
+    child = subprocess.Popen([PYTHON, program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, env=child_env())
+    try:
+        assert child.stdout.readline() == "ready\n"
+        late = Session(tmp_path, directory="late-trace")
+        try:
+            late.start()
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.wait(timeout=60) == 0
+            trace = late.read()
+        finally:
+            late.destroy()
+    finally:
+        child.kill()
+        child.wait()
+    early_ids = [e["fields"]["id"] for e in trace.of("python:call")
+                 if e["fields"]["name"] == "early"]
+    assert early_ids
+    registrations = [e for e in trace.of("python:code") if e["fields"]["id"] == early_ids[0]]
+    # One from the automatic rundown when the session started, one from the
+    # explicit pyust.rundown().
+    assert len(registrations) == 2
+    first_call = trace.events.index(next(e for e in trace.of("python:call")
+                                         if e["fields"]["id"] == early_ids[0]))
+    assert trace.events.index(registrations[0]) < first_call
+    assert any(e["fields"]["name"] == "MainThread" for e in trace.of("python:thread"))
+
+
+def test_api_errors_name_the_fix(make_program):
+    program = make_program("""\
+        import cProfile, pyust
+        try:
+            pyust.start()
+            pyust.start()
+        except pyust.TracerError as e:
+            print("twice:", e)
+        pyust.stop()
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            pyust.start()
+        except pyust.TracerError as e:
+            print("cprofile:", e)
+        profiler.disable()
+        with pyust.tracing():
+            print("active:", pyust.is_active())
+        print("after:", pyust.is_active())
+        """)
+    result = run_plain([program])
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("twice: ") and "pyust.stop()" in lines[0]
+    assert lines[1].startswith("cprofile: ") and "another profiler" in lines[1]
+    assert lines[2:] == ["active: True", "after: False"]

@@ -1,0 +1,207 @@
+"""`python -m pyust run|enable|disable` and the errors a user can make."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import (PYTHON, child_env, lttng, read_trace, run_plain, run_pyust,
+                      session_names, unique_name)
+
+SIMPLE = "def f():\n    return 1\nfor _ in range(10):\n    f()\nprint('done')\n"
+
+
+def _no_session_left(name_prefix: str):
+    assert not [n for n in session_names() if n.startswith(name_prefix)]
+
+
+def test_run_traces_and_summarises(make_program, tmp_path):
+    program = make_program(SIMPLE)
+    out = tmp_path / "trace"
+    name = unique_name("run")
+    result = run_pyust(["run", "--name", name, "-o", str(out), "--", program, "x"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n"
+    summary = result.stderr.strip().splitlines()[-1]
+    match = re.fullmatch(r"pyust: trace in (\S+): (\d+) events recorded, (\d+) discarded by LTTng",
+                         summary)
+    assert match, summary
+    assert match.group(1) == str(out)
+    trace = read_trace(out)
+    assert int(match.group(2)) == len(trace.events)
+    trace = read_trace(out, tmp_path)
+    assert int(match.group(3)) == 0
+    calls = [e for e in trace.of("python:call") if e["fields"]["name"] == "f"]
+    assert len(calls) == 10
+    # The contexts `pyust run` adds.
+    assert all(e["vpid"] and e["vtid"] and e["procname"] for e in trace.events)
+    _no_session_left(name)
+
+
+def test_run_passes_exit_status_and_options(make_program, tmp_path):
+    program = make_program("import sys\nlen('x')\nsys.exit(7)\n")
+    out = tmp_path / "trace"
+    result = run_pyust(["run", "-o", str(out), "--c-calls", "--", program])
+    assert result.returncode == 7
+    trace = read_trace(out)
+    assert any(e["fields"]["name"] == "len" for e in trace.of("python:c_call"))
+
+
+def test_run_module_target(tmp_path):
+    (tmp_path / "mod.py").write_text("def g():\n    pass\ng()\n")
+    out = tmp_path / "trace"
+    result = run_pyust(["run", "-o", str(out), "--", "-m", "mod"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert any(e["fields"]["name"] == "g" for e in read_trace(out).of("python:call"))
+
+
+def test_run_killed_by_a_signal_dies_the_same_way(make_program, tmp_path):
+    program = make_program("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n")
+    name = unique_name("sig")
+    result = run_pyust(["run", "--name", name, "-o", str(tmp_path / "t"), "--", program])
+    assert result.returncode == -signal.SIGTERM
+    assert run_plain([program]).returncode == -signal.SIGTERM
+    _no_session_left(name)
+
+
+def test_run_os_exit_leaves_no_session(make_program, tmp_path):
+    program = make_program("import os\ndef f():\n    os._exit(4)\nf()\n")
+    name = unique_name("exit")
+    out = tmp_path / "t"
+    result = run_pyust(["run", "--name", name, "-o", str(out), "--", program])
+    assert result.returncode == 4
+    assert any(e["fields"]["name"] == "f" for e in read_trace(out).of("python:call"))
+    _no_session_left(name)
+
+
+def test_ctrl_c_while_running_cleans_up(make_program, tmp_path):
+    program = make_program("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    name = unique_name("int")
+    child = subprocess.Popen([PYTHON, "-m", "pyust", "run", "--name", name, "-o",
+                              str(tmp_path / "t"), "--", program], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=child_env(),
+                             start_new_session=True)
+    try:
+        assert child.stdout.readline() == "ready\n"
+        os.killpg(child.pid, signal.SIGINT)  # what the terminal's Ctrl-C does
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            lttng("destroy", name, check=False)
+    assert child.returncode == -signal.SIGINT
+    assert "KeyboardInterrupt" in child.stderr.read()
+    _no_session_left(name)
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["run", "--bogus", "--", "x.py"], 2, "unrecognized arguments: --bogus"),
+    (["run"], 2, "no program to run"),
+    (["--bogus-hook-option", "--", "x.py"], 2, "unrecognized arguments"),
+    (["run", "--", "/nonexistent/app.py"], 1, "can't open file '/nonexistent/app.py'"),
+    (["--", "/nonexistent/app.py"], 1, "can't open file '/nonexistent/app.py'"),
+    (["--", "-m", "no_such_module_pyust"], 1, "No module named no_such_module_pyust"),
+    (["run", "--num-subbuf", "1", "--", "x.py"], 2, "--num-subbuf must be at least 2"),
+    (["enable", "BAD-NAME"], 1, "is not an environment variable name"),
+])
+def test_user_errors_are_one_line(args, status, message):
+    result = run_pyust(args)
+    assert result.returncode == status
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("pyust: error: ")
+    assert message in lines[0]
+
+
+def test_output_directory_must_be_empty(make_program, tmp_path):
+    out = tmp_path / "full"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious")
+    result = run_pyust(["run", "-o", str(out), "--", make_program(SIMPLE)])
+    assert result.returncode == 2
+    assert "is not empty" in result.stderr
+    assert (out / "keep.txt").read_text() == "precious"
+
+
+def test_session_name_taken(make_program, tmp_path):
+    name = unique_name("taken")
+    lttng("create", name, "--output", str(tmp_path / "other"))
+    try:
+        result = run_pyust(["run", "--name", name, "--", make_program(SIMPLE)])
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines() == [
+            result.stderr.strip().splitlines()[0]]
+        assert "cannot create session" in result.stderr
+        assert name in session_names()  # the user's session is untouched
+    finally:
+        lttng("destroy", name, check=False)
+
+
+def test_lttng_missing(make_program, tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    env = child_env(PATH=str(empty))
+    result = run_pyust(["run", "--", make_program(SIMPLE)], env=env)
+    assert result.returncode == 1
+    assert result.stderr.strip() == "pyust: error: lttng is not installed: apt-get install lttng-tools"
+
+
+def test_help_explains_every_command():
+    top = run_pyust(["--help"])
+    assert top.returncode == 0
+    for word in ("run", "enable", "disable", "--c-calls", "--lines", "lttng enable-event"):
+        assert word in top.stdout
+    run_help = run_pyust(["run", "--help"])
+    for option in ("--output", "--name", "--subbuf-size", "--num-subbuf", "--no-discard",
+                   "--no-count", "--c-calls", "--lines"):
+        assert option in run_help.stdout
+
+
+def test_enable_disable_pth(make_program, tmp_path, session):
+    """`pyust enable VAR` traces every interpreter of the environment whose
+    VAR is set; `disable` undoes it. The user site directory stands in for
+    the environment's site-packages."""
+    version = subprocess.run([PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True).stdout.strip()
+    base = tmp_path / "userbase"
+    site = base / "lib" / f"python{version}" / "site-packages"
+    site.mkdir(parents=True)
+    from conftest import PYUST_PATH
+
+    (site / "pyust").symlink_to(os.path.join(PYUST_PATH, "pyust"))
+    env = child_env(PYTHONUSERBASE=str(base))
+    env.pop("PYTHONPATH")
+    enabled = subprocess.run([PYTHON, "-m", "pyust", "enable", "MY_TRACE"], capture_output=True,
+                             text=True, env=env)
+    assert enabled.returncode == 0, enabled.stderr
+    assert (site / "pyust-activate.pth").exists()
+    program = make_program("import sys\ndef g():\n    pass\ng()\n"
+                           "print(sys.modules['pyust'].is_active() if 'pyust' in sys.modules else False)\n")
+    traced = subprocess.run([PYTHON, program], capture_output=True, text=True,
+                            env={**env, "MY_TRACE": "1"})
+    untraced = subprocess.run([PYTHON, program], capture_output=True, text=True, env=env)
+    ignored = subprocess.run([PYTHON, "-E", "-c", "import pyust._activate as a;"
+                              "print(a.is_allowed('MY_TRACE'))"],
+                             capture_output=True, text=True, env={**env, "MY_TRACE": "1"},
+                             cwd=str(site))
+    bad = subprocess.run([PYTHON, program], capture_output=True, text=True,
+                         env={**env, "MY_TRACE": "--evil"})
+    disabled = subprocess.run([PYTHON, "-m", "pyust", "disable"], capture_output=True,
+                              text=True, env=env)
+    assert traced.stdout == "True\n", traced.stderr
+    assert untraced.stdout == "False\n"
+    assert ignored.stdout == "False\n"
+    assert bad.stdout == "False\n"
+    assert "unknown option '--evil'" in bad.stderr
+    assert disabled.returncode == 0
+    assert not (site / "pyust-activate.pth").exists()
+    trace = session.read()
+    g_calls = [e for e in trace.of("python:call") if e["fields"]["name"] == "g"]
+    assert len(g_calls) == 1  # the traced run only
