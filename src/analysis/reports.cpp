@@ -1,0 +1,481 @@
+// The report writers (see reports.hpp).
+#include "reports.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace pyust::analysis {
+
+namespace {
+
+std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+std::string printf_string(const char* format, ...)
+{
+    char text[256];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    return text;
+}
+
+std::string format_ms(Timestamp ns)
+{
+    return printf_string("%.3f", static_cast<double>(ns) / 1e6);
+}
+
+std::string location(const StackModel& model, FrameId id)
+{
+    if (id.is_c)
+        return "(C)";
+    const CodeInfo* info = model.code(id.value);
+    if (!info)
+        return "(unregistered)";
+    return info->file + ':' + std::to_string(info->first_line);
+}
+
+std::string json_string(const std::string& text)
+{
+    std::string out = "\"";
+    for (const char c : text) {
+        switch (c) {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20)
+                out += printf_string("\\u%04x", c);
+            else
+                out += c;
+        }
+    }
+    return out + '"';
+}
+
+std::string xml_text(const std::string& text)
+{
+    std::string out;
+    for (const char c : text) {
+        switch (c) {
+        case '&':
+            out += "&amp;";
+            break;
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '"':
+            out += "&quot;";
+            break;
+        default:
+            out += c;
+        }
+    }
+    return out;
+}
+
+// Self time of every thread, for the profile's header.
+Timestamp traced_self_time(const StackModel& model)
+{
+    Timestamp sum = 0;
+    for (const auto& [id, stats] : model.functions())
+        sum += stats.self_ns;
+    return sum;
+}
+
+} // namespace
+
+std::string format_duration(Timestamp ns)
+{
+    if (ns < 1000)
+        return std::to_string(ns) + " ns";
+    if (ns < 1000000)
+        return printf_string("%.3f us", static_cast<double>(ns) / 1e3);
+    if (ns < 1000000000)
+        return printf_string("%.3f ms", static_cast<double>(ns) / 1e6);
+    return printf_string("%.3f s", static_cast<double>(ns) / 1e9);
+}
+
+std::string format_time(Timestamp ns)
+{
+    const char* sign = ns < 0 ? "-" : "";
+    const std::uint64_t magnitude =
+        ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+    return printf_string("%s%" PRIu64 ".%09" PRIu64, sign, magnitude / 1000000000,
+                         magnitude % 1000000000);
+}
+
+std::string thread_title(const Thread& thread)
+{
+    std::string title = "pid " + std::to_string(thread.key().pid) + " tid " +
+                        std::to_string(thread.key().tid);
+    if (!thread.name().empty())
+        title += " (" + thread.name() + ")";
+    return title;
+}
+
+void write_profile(const StackModel& model, std::ostream& out)
+{
+    struct Row {
+        std::string label;
+        FrameId id;
+        FunctionStats stats;
+    };
+    std::vector<Row> rows;
+    std::uint64_t calls = 0;
+    for (const auto& [id, stats] : model.functions()) {
+        rows.push_back(Row{model.label(id), id, stats});
+        calls += stats.calls;
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+        return std::make_tuple(-a.stats.self_ns, -a.stats.total_ns, a.label) <
+               std::make_tuple(-b.stats.self_ns, -b.stats.total_ns, b.label);
+    });
+    const std::size_t threads = model.threads().size();
+    out << calls << " calls of " << rows.size() << " functions in " << threads
+        << (threads == 1 ? " thread, " : " threads, ") << format_duration(traced_self_time(model))
+        << " of self time\n\n";
+    out << printf_string("%9s %12s %12s %12s  %s\n", "ncalls", "self_ms", "total_ms", "mean_us",
+                         "function (file:line)");
+    for (const Row& row : rows) {
+        const double mean_us = row.stats.calls ? static_cast<double>(row.stats.total_ns) / 1e3 /
+                                                     static_cast<double>(row.stats.calls)
+                                               : 0.0;
+        out << printf_string("%9" PRIu64 " %12s %12s %12.3f  ", row.stats.calls,
+                             format_ms(row.stats.self_ns).c_str(),
+                             format_ms(row.stats.total_ns).c_str(), mean_us)
+            << row.label << "  " << location(model, row.id) << '\n';
+    }
+}
+
+void write_tree(const StackModel& model, std::ostream& out, Timestamp min_duration)
+{
+    std::uint64_t hidden = 0;
+    for (const Thread* thread : model.threads()) {
+        const auto& nodes = thread->nodes();
+        Timestamp total = 0;
+        for (const std::uint32_t child : nodes[0].children)
+            total += nodes[child].total_ns;
+        out << thread_title(*thread) << ": " << thread->event_count() << " events, "
+            << format_duration(total) << " in frames\n";
+        // Depth-first, children in the order they were first called.
+        std::vector<std::pair<std::uint32_t, int>> todo;
+        for (auto it = nodes[0].children.rbegin(); it != nodes[0].children.rend(); ++it)
+            todo.emplace_back(*it, 1);
+        while (!todo.empty()) {
+            const auto [index, level] = todo.back();
+            todo.pop_back();
+            const ContextNode& node = nodes[index];
+            if (node.calls == 0)
+                continue;
+            if (node.total_ns < min_duration) {
+                ++hidden;
+                continue;
+            }
+            out << std::string(2 * static_cast<std::size_t>(level), ' ')
+                << format_duration(node.total_ns) << "  " << model.label(node.id) << "  ("
+                << node.calls << (node.calls == 1 ? " call" : " calls") << ", self "
+                << format_duration(node.self_ns) << ")\n";
+            for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
+                todo.emplace_back(*it, level + 1);
+        }
+    }
+    if (hidden)
+        out << hidden << " call paths shorter than " << format_duration(min_duration)
+            << " not shown\n";
+}
+
+void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration)
+{
+    std::map<std::string, Timestamp> folded;
+    for (const Thread* thread : model.threads()) {
+        const auto& nodes = thread->nodes();
+        // (node, path of its parent)
+        std::vector<std::pair<std::uint32_t, std::string>> todo;
+        for (const std::uint32_t child : nodes[0].children)
+            todo.emplace_back(child, std::string());
+        while (!todo.empty()) {
+            auto [index, parent_path] = std::move(todo.back());
+            todo.pop_back();
+            const ContextNode& node = nodes[index];
+            if (node.calls == 0 || node.total_ns < min_duration)
+                continue;
+            std::string path = parent_path.empty() ? model.label(node.id)
+                                                   : parent_path + ';' + model.label(node.id);
+            Timestamp value = node.self_ns;
+            for (const std::uint32_t child : node.children) {
+                if (nodes[child].calls != 0 && nodes[child].total_ns < min_duration)
+                    value += nodes[child].total_ns;
+                else
+                    todo.emplace_back(child, path);
+            }
+            if (value > 0)
+                folded[path] += value;
+        }
+    }
+    for (const auto& [path, value] : folded)
+        out << path << ' ' << value << '\n';
+}
+
+void write_lines(const StackModel& model, std::ostream& out)
+{
+    std::map<std::tuple<std::string, std::uint32_t, std::string>, LineStats> rows;
+    for (const auto& [key, stats] : model.lines()) {
+        const CodeInfo* info = model.code(key.code_id);
+        LineStats& row = rows[std::make_tuple(info ? info->file : std::string("?"), key.line,
+                                              model.label(FrameId{key.code_id, false}))];
+        row.hits += stats.hits;
+        row.total_ns += stats.total_ns;
+    }
+    if (rows.empty()) {
+        out << "No python:line events (trace with `pyust run --lines`).\n";
+        return;
+    }
+    out << printf_string("%9s %12s %12s  %s\n", "hits", "total_ms", "mean_us",
+                         "file:line (function)");
+    for (const auto& [key, stats] : rows) {
+        const double mean_us =
+            stats.hits ? static_cast<double>(stats.total_ns) / 1e3 / static_cast<double>(stats.hits)
+                       : 0.0;
+        out << printf_string("%9" PRIu64 " %12s %12.3f  ", stats.hits,
+                             format_ms(stats.total_ns).c_str(), mean_us)
+            << std::get<0>(key) << ':' << std::get<1>(key) << "  (" << std::get<2>(key) << ")\n";
+    }
+}
+
+void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& stream_name)
+{
+    bool has_header = false;
+    const auto header = [&] {
+        if (!has_header)
+            out << "\nIncomplete:\n";
+        has_header = true;
+    };
+    const auto line = [&](const std::string& where, const Gap& gap) {
+        out << "  " << where << ": " << gap_kind_name(gap.kind);
+        if (gap.count)
+            out << " (" << gap.count << ')';
+        out << ", from " << format_time(gap.begin) << " to " << format_time(gap.end) << '\n';
+    };
+    for (const Thread* thread : model.threads()) {
+        for (const Gap& gap : thread->gaps()) {
+            header();
+            line(thread_title(*thread), gap);
+        }
+    }
+    std::map<std::string, std::vector<Gap>> streams;
+    for (const auto& [stream, gaps] : model.stream_gaps())
+        streams[stream_name(stream)] = gaps;
+    for (const auto& [name, gaps] : streams) {
+        for (const Gap& gap : gaps) {
+            header();
+            line("stream " + name, gap);
+        }
+    }
+}
+
+ChromeWriter::ChromeWriter(const StackModel& model, std::ostream& out, Timestamp min_duration)
+    : m_model(model), m_out(out), m_min_duration(min_duration)
+{
+    m_out << "{\"traceEvents\":[";
+}
+
+void ChromeWriter::separate()
+{
+    m_out << (m_is_first ? "\n" : ",\n");
+    m_is_first = false;
+}
+
+void ChromeWriter::on_frame_closed(const Thread& thread, const Frame& frame, Timestamp begin,
+                                   Timestamp end)
+{
+    if (end - begin < m_min_duration)
+        return;
+    separate();
+    m_out << "{\"name\":" << json_string(m_model.label(frame.id)) << ",\"cat\":\""
+          << (frame.id.is_c ? "c" : "python") << "\",\"ph\":\"X\",\"ts\":"
+          << printf_string("%.3f", static_cast<double>(begin - m_origin) / 1e3)
+          << ",\"dur\":" << printf_string("%.3f", static_cast<double>(end - begin) / 1e3)
+          << ",\"pid\":" << thread.key().pid << ",\"tid\":" << thread.key().tid << '}';
+}
+
+void ChromeWriter::finish(const StreamNamer& stream_name)
+{
+    std::vector<std::string> notes;
+    for (const Thread* thread : m_model.threads()) {
+        if (!thread->name().empty()) {
+            separate();
+            m_out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << thread->key().pid
+                  << ",\"tid\":" << thread->key().tid
+                  << ",\"args\":{\"name\":" << json_string(thread->name()) << "}}";
+        }
+        for (const Gap& gap : thread->gaps())
+            notes.push_back(thread_title(*thread) + ": " + gap_kind_name(gap.kind) + " (" +
+                            std::to_string(gap.count) + "), from " + format_time(gap.begin) +
+                            " to " + format_time(gap.end));
+    }
+    for (const auto& [stream, gaps] : m_model.stream_gaps())
+        for (const Gap& gap : gaps)
+            notes.push_back("stream " + stream_name(stream) + ": " + gap_kind_name(gap.kind) +
+                            " (" + std::to_string(gap.count) + "), from " +
+                            format_time(gap.begin) + " to " + format_time(gap.end));
+    m_out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"origin\":"
+          << json_string(format_time(m_origin)) << ",\"incomplete\":[";
+    for (std::size_t i = 0; i < notes.size(); ++i)
+        m_out << (i ? "," : "") << json_string(notes[i]);
+    m_out << "]}}\n";
+}
+
+namespace {
+
+// One box of the flame graph.
+struct Flame {
+    std::string label;
+    Timestamp total = 0;
+    Timestamp self = 0;
+    std::uint64_t calls = 0;
+    int depth = 0;
+    Timestamp x = 0;  // start, in ns from the left edge
+    const char* kind = "py";
+};
+
+std::string flame_color(const Flame& flame)
+{
+    std::uint32_t hash = 2166136261u;
+    for (const char c : flame.label)
+        hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+    if (std::string(flame.kind) == "top")
+        return "#c8c8c8";
+    if (std::string(flame.kind) == "c")
+        return printf_string("hsl(%u,55%%,%u%%)", 195 + hash % 40, 60 + (hash >> 8) % 15);
+    return printf_string("hsl(%u,80%%,%u%%)", hash % 55, 55 + (hash >> 8) % 15);
+}
+
+} // namespace
+
+void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duration,
+               const std::string& title)
+{
+    const std::vector<const Thread*> threads = model.threads();
+    Timestamp grand_total = 0;
+    for (const Thread* thread : threads)
+        for (const std::uint32_t child : thread->nodes()[0].children)
+            grand_total += thread->nodes()[child].total_ns;
+    // A box narrower than a tenth of a pixel of the 1200-pixel graph is not worth drawing.
+    const Timestamp min_width = std::max<Timestamp>(min_duration, grand_total / 12000);
+
+    std::vector<Flame> flames;
+    flames.push_back(Flame{"all", grand_total, 0, 0, 0, 0, "top"});
+    Timestamp thread_x = 0;
+    int max_depth = 0;
+    for (const Thread* thread : threads) {
+        const auto& nodes = thread->nodes();
+        Timestamp thread_total = 0;
+        for (const std::uint32_t child : nodes[0].children)
+            thread_total += nodes[child].total_ns;
+        if (thread_total <= 0 || thread_total < min_width)
+            continue;
+        flames.push_back(Flame{thread_title(*thread), thread_total, 0, 0, 1, thread_x, "top"});
+        // (node, depth, x)
+        std::vector<std::tuple<std::uint32_t, int, Timestamp>> todo;
+        Timestamp x = thread_x;
+        for (const std::uint32_t child : nodes[0].children) {
+            todo.emplace_back(child, 2, x);
+            x += nodes[child].total_ns;
+        }
+        while (!todo.empty()) {
+            const auto [index, depth, node_x] = todo.back();
+            todo.pop_back();
+            const ContextNode& node = nodes[index];
+            if (node.calls == 0 || node.total_ns < min_width)
+                continue;
+            flames.push_back(Flame{model.label(node.id), node.total_ns, node.self_ns, node.calls,
+                                   depth, node_x, node.id.is_c ? "c" : "py"});
+            max_depth = std::max(max_depth, depth);
+            Timestamp child_x = node_x;
+            for (const std::uint32_t child : node.children) {
+                todo.emplace_back(child, depth + 1, child_x);
+                child_x += nodes[child].total_ns;
+            }
+        }
+        thread_x += thread_total;
+    }
+    const double total = grand_total > 0 ? static_cast<double>(grand_total) : 1.0;
+    const int row = 16;
+    const int height = 34 + (max_depth + 1) * row + 26;
+
+    out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"" << height
+        << "\" viewBox=\"0 0 1200 " << height
+        << "\" font-family=\"Verdana,sans-serif\" font-size=\"11\">\n"
+        << "<style>.f rect{stroke:#fff;stroke-width:.5;cursor:pointer}"
+           ".f text{pointer-events:none;fill:#000}.f.m rect{fill:#e6f !important}"
+           ".f:hover rect{stroke:#000}.b{cursor:pointer;fill:#06c}</style>\n"
+        << "<rect width=\"100%\" height=\"100%\" fill=\"#fafafa\"/>\n"
+        << "<text x=\"600\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">"
+        << xml_text(title) << "</text>\n"
+        << "<text id=\"reset\" class=\"b\" x=\"10\" y=\"20\" display=\"none\">Reset zoom</text>\n"
+        << "<text id=\"search\" class=\"b\" x=\"1190\" y=\"20\" text-anchor=\"end\">Search</text>\n"
+        << "<text id=\"details\" x=\"10\" y=\"" << height - 8 << "\"> </text>\n"
+        << "<g id=\"frames\">\n";
+    for (const Flame& flame : flames) {
+        const double percent = 100.0 * static_cast<double>(flame.total) / total;
+        std::string details = flame.label + " — " + format_duration(flame.total) +
+                              printf_string(" (%.2f%%)", percent);
+        if (flame.calls)
+            details += ", self " + format_duration(flame.self) + ", " +
+                       std::to_string(flame.calls) + (flame.calls == 1 ? " call" : " calls");
+        out << "<g class=\"f\" data-x=\"" << printf_string("%.9f", flame.x / total)
+            << "\" data-w=\"" << printf_string("%.9f", flame.total / total) << "\" data-d=\""
+            << flame.depth << "\" data-l=\"" << xml_text(flame.label) << "\"><title>"
+            << xml_text(details) << "</title><rect fill=\"" << flame_color(flame)
+            << "\" rx=\"2\"/><text/></g>\n";
+    }
+    out << "</g>\n<script><![CDATA[\n"
+           "(function(){\n"
+           "var W=1200,P=10,R=" << row << ",B=" << height - 26 << ",zx=0,zw=1,zd=0,E=1e-9;\n"
+           "var gs=[].slice.call(document.querySelectorAll('g.f'));\n"
+           "var det=document.getElementById('details'),rst=document.getElementById('reset');\n"
+           "function num(g,k){return +g.getAttribute('data-'+k);}\n"
+           "function fit(s,w){var n=Math.floor((w-6)/6.5);"
+           "return n<3?'':s.length<=n?s:s.slice(0,n-2)+'..';}\n"
+           "function layout(){gs.forEach(function(g){\n"
+           " var x=num(g,'x'),w=num(g,'w'),d=num(g,'d'),r=g.querySelector('rect'),"
+           "t=g.querySelector('text');\n"
+           " var inside=d>=zd&&x>=zx-E&&x+w<=zx+zw+E,anc=d<zd&&x<=zx+E&&x+w>=zx+zw-E;\n"
+           " var px=anc?P:P+(x-zx)/zw*(W-2*P),pw=anc?W-2*P:w/zw*(W-2*P);\n"
+           " if(!(inside||anc)||pw<0.3){g.setAttribute('display','none');return;}\n"
+           " g.removeAttribute('display');var py=B-(d+1)*R;\n"
+           " r.setAttribute('x',px);r.setAttribute('y',py);r.setAttribute('width',pw);"
+           "r.setAttribute('height',R-1);r.setAttribute('opacity',anc?0.5:1);\n"
+           " t.setAttribute('x',px+3);t.setAttribute('y',py+R-4);"
+           "t.textContent=fit(g.getAttribute('data-l'),pw);});\n"
+           " rst.setAttribute('display',zw<1||zd>0?'inline':'none');}\n"
+           "gs.forEach(function(g){\n"
+           " g.addEventListener('click',function(){zx=num(g,'x');zw=num(g,'w')||1;"
+           "zd=num(g,'d');layout();});\n"
+           " g.addEventListener('mouseover',function(){"
+           "det.textContent=g.querySelector('title').textContent;});});\n"
+           "rst.addEventListener('click',function(){zx=0;zw=1;zd=0;layout();});\n"
+           "document.getElementById('search').addEventListener('click',function(){\n"
+           " var q=prompt('Search frames (regular expression), empty to clear','');\n"
+           " if(q===null)return;var re=null;try{re=q?new RegExp(q):null;}catch(e){return;}\n"
+           " var n=0;gs.forEach(function(g){var m=re&&re.test(g.getAttribute('data-l'));\n"
+           "  if(m){g.classList.add('m');n++;}else g.classList.remove('m');});\n"
+           " det.textContent=re?n+' frames match '+q:' ';});\n"
+           "layout();})();\n"
+           "]]></script>\n</svg>\n";
+}
+
+} // namespace pyust::analysis

@@ -1,0 +1,257 @@
+// Decoding of python:* events (see event_reader.hpp).
+#include "event_reader.hpp"
+
+#include <cstring>
+
+#include "bt_util.hpp"
+
+namespace pyust::plugin {
+
+namespace {
+
+PythonKind kind_of(const char* name) noexcept
+{
+    static constexpr struct {
+        const char* name;
+        PythonKind kind;
+    } kinds[] = {
+        {"python:call", PythonKind::call},         {"python:return", PythonKind::ret},
+        {"python:line", PythonKind::line},         {"python:c_call", PythonKind::c_call},
+        {"python:c_return", PythonKind::c_return}, {"python:code", PythonKind::code},
+        {"python:thread", PythonKind::thread},     {"python:process", PythonKind::process},
+    };
+    if (!name || std::strncmp(name, "python:", 7) != 0)
+        return PythonKind::other;
+    for (const auto& entry : kinds)
+        if (std::strcmp(name, entry.name) == 0)
+            return entry.kind;
+    return PythonKind::other;
+}
+
+// Finds a structure member by name; index -1 when the structure or the member is absent.
+template <typename Member> Member find_member(const bt_field_class* structure, const char* name)
+{
+    Member member;
+    if (!structure)
+        return member;
+    const std::uint64_t count = bt_field_class_structure_get_member_count(structure);
+    for (std::uint64_t i = 0; i < count; ++i) {
+        const bt_field_class_structure_member* entry =
+            bt_field_class_structure_borrow_member_by_index_const(structure, i);
+        if (std::strcmp(bt_field_class_structure_member_get_name(entry), name) == 0) {
+            const bt_field_class* type =
+                bt_field_class_structure_member_borrow_field_class_const(entry);
+            member.index = static_cast<int>(i);
+            member.is_signed = bt_field_class_type_is(bt_field_class_get_type(type),
+                                                      BT_FIELD_CLASS_TYPE_SIGNED_INTEGER);
+            return member;
+        }
+    }
+    return member;
+}
+
+const bt_field* member_field(const bt_field* structure, int index) noexcept
+{
+    return bt_field_structure_borrow_member_field_by_index_const(structure,
+                                                                 static_cast<std::uint64_t>(index));
+}
+
+template <typename Member> std::int64_t read_int(const bt_field* structure, const Member& member)
+{
+    const bt_field* field = member_field(structure, member.index);
+    return member.is_signed ? bt_field_integer_signed_get_value(field)
+                            : static_cast<std::int64_t>(bt_field_integer_unsigned_get_value(field));
+}
+
+template <typename Member>
+std::string_view read_string(const bt_field* structure, const Member& member)
+{
+    if (member.index < 0)
+        return {};
+    const bt_field* field = member_field(structure, member.index);
+    if (bt_field_get_class_type(field) != BT_FIELD_CLASS_TYPE_STRING)
+        return {};
+    return std::string_view(bt_field_string_get_value(field), bt_field_string_get_length(field));
+}
+
+} // namespace
+
+analysis::Timestamp ns_from_origin(const bt_clock_snapshot* snapshot)
+{
+    std::int64_t ns = 0;
+    if (bt_clock_snapshot_get_ns_from_origin(snapshot, &ns) !=
+        BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK) {
+        bt_current_thread_clear_error();
+        throw Error("Cannot convert a clock value to ns from origin: value=" +
+                    std::to_string(bt_clock_snapshot_get_value(snapshot)) + " (overflow)");
+    }
+    return ns;
+}
+
+const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* event_class)
+{
+    if (event_class == m_last_class)
+        return *m_last_info;
+    auto [it, is_new] = m_classes.try_emplace(event_class);
+    ClassInfo& info = it->second;
+    if (is_new) {
+        const char* event_name = bt_event_class_get_name(event_class);
+        info.kind = kind_of(event_name);
+        if (info.kind != PythonKind::other) {
+            const bt_stream_class* stream_class =
+                bt_event_class_borrow_stream_class_const(event_class);
+            info.has_clock = bt_stream_class_borrow_default_clock_class_const(stream_class);
+            const bt_field_class* common =
+                bt_stream_class_borrow_event_common_context_field_class_const(stream_class);
+            info.vpid = find_member<Member>(common, "vpid");
+            info.vtid = find_member<Member>(common, "vtid");
+            if (info.vpid.index < 0 || info.vtid.index < 0) {
+                const bt_field_class* specific =
+                    bt_event_class_borrow_specific_context_field_class_const(event_class);
+                info.vpid = find_member<Member>(specific, "vpid");
+                info.vtid = find_member<Member>(specific, "vtid");
+                info.is_context_specific = true;
+            }
+            if (info.vpid.index < 0 || info.vtid.index < 0) {
+                m_classes.erase(it);
+                throw Error(std::string("Cannot rebuild stacks without the vpid and vtid "
+                                        "contexts: event=") +
+                            event_name +
+                            ", fix=lttng add-context -u -t vpid -t vtid before tracing");
+            }
+            const bt_field_class* payload =
+                bt_event_class_borrow_payload_field_class_const(event_class);
+            info.id = find_member<Member>(payload, "id");
+            info.name = find_member<Member>(payload, "name");
+            switch (info.kind) {
+            case PythonKind::line:
+                info.number = find_member<Member>(payload, "line");
+                break;
+            case PythonKind::c_call:
+                info.owner = find_member<Member>(payload, "owner");
+                break;
+            case PythonKind::code:
+                info.number = find_member<Member>(payload, "first_line");
+                info.owner = find_member<Member>(payload, "module");
+                info.name = find_member<Member>(payload, "qualname");
+                info.file = find_member<Member>(payload, "file");
+                break;
+            case PythonKind::thread:
+                info.number = find_member<Member>(payload, "tid");
+                break;
+            default:
+                break;
+            }
+            const bool needs_id = info.kind == PythonKind::code || info.kind == PythonKind::call ||
+                                  info.kind == PythonKind::ret || info.kind == PythonKind::line;
+            const bool needs_number = info.kind == PythonKind::line ||
+                                      info.kind == PythonKind::code ||
+                                      info.kind == PythonKind::thread;
+            if ((needs_id && info.id.index < 0) || (needs_number && info.number.index < 0)) {
+                m_classes.erase(it);
+                throw Error(std::string("Cannot read a python event: event=") + event_name +
+                            ", reason=a payload field is missing (not pyust's event model?)");
+            }
+        }
+    }
+    m_last_class = event_class;
+    m_last_info = &info;
+    return info;
+}
+
+bool EventReader::decode(const bt_message* message, PythonEvent& out)
+{
+    const bt_event* event = bt_message_event_borrow_event_const(message);
+    const ClassInfo& info = class_info(bt_event_borrow_class_const(event));
+    if (info.kind == PythonKind::other)
+        return false;
+    out.kind = info.kind;
+    const bt_field* context = info.is_context_specific
+                                  ? bt_event_borrow_specific_context_field_const(event)
+                                  : bt_event_borrow_common_context_field_const(event);
+    out.key.pid = read_int(context, info.vpid);
+    out.key.tid = read_int(context, info.vtid);
+    out.ts = info.has_clock
+                 ? ns_from_origin(bt_message_event_borrow_default_clock_snapshot_const(message))
+                 : 0;
+    out.stream = stream_index(bt_event_borrow_stream_const(event));
+    const bt_field* payload = bt_event_borrow_payload_field_const(event);
+    if (info.id.index >= 0)
+        out.id = static_cast<std::uint64_t>(read_int(payload, info.id));
+    if (info.number.index >= 0)
+        out.number = static_cast<std::uint64_t>(read_int(payload, info.number));
+    out.name = read_string(payload, info.name);
+    out.owner = read_string(payload, info.owner);
+    out.file = read_string(payload, info.file);
+    return true;
+}
+
+void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
+                        const PythonEvent& event)
+{
+    switch (event.kind) {
+    case PythonKind::call:
+        model.on_call(thread, event.id);
+        break;
+    case PythonKind::ret:
+        model.on_return(thread, event.id);
+        break;
+    case PythonKind::line:
+        model.on_line(thread, event.id, static_cast<std::uint32_t>(event.number));
+        break;
+    case PythonKind::c_call:
+        model.on_c_call(thread, event.name, event.owner);
+        break;
+    case PythonKind::c_return:
+        model.on_c_return(thread);
+        break;
+    case PythonKind::code:
+        model.on_code(event.id, std::string(event.owner), std::string(event.name),
+                      std::string(event.file), static_cast<std::uint32_t>(event.number));
+        break;
+    case PythonKind::thread:
+        model.on_thread_name(analysis::ThreadKey{event.key.pid,
+                                                 static_cast<std::int64_t>(event.number)},
+                             std::string(event.name));
+        break;
+    case PythonKind::process:
+    case PythonKind::other:
+        break;
+    }
+}
+
+void EventReader::read_discarded(const bt_message* message, analysis::StackModel& model)
+{
+    const bt_stream* stream = bt_message_discarded_events_borrow_stream_const(message);
+    analysis::Timestamp begin = 0;
+    analysis::Timestamp end = 0;
+    if (bt_stream_class_discarded_events_have_default_clock_snapshots(
+            bt_stream_borrow_class_const(stream))) {
+        begin = ns_from_origin(
+            bt_message_discarded_events_borrow_beginning_default_clock_snapshot_const(message));
+        end = ns_from_origin(
+            bt_message_discarded_events_borrow_end_default_clock_snapshot_const(message));
+    }
+    std::uint64_t count = 0;
+    if (bt_message_discarded_events_get_count(message, &count) !=
+        BT_PROPERTY_AVAILABILITY_AVAILABLE)
+        count = 0;
+    model.on_discarded(stream_index(stream), begin, end, count);
+}
+
+std::uint64_t EventReader::stream_index(const bt_stream* stream)
+{
+    if (stream == m_last_stream)
+        return m_last_stream_index;
+    const auto [it, is_new] = m_streams.try_emplace(stream, m_stream_names.size());
+    if (is_new) {
+        const char* name = bt_stream_get_name(stream);
+        m_stream_names.push_back(name ? name
+                                      : "stream id " + std::to_string(bt_stream_get_id(stream)));
+    }
+    m_last_stream = stream;
+    m_last_stream_index = it->second;
+    return it->second;
+}
+
+} // namespace pyust::plugin

@@ -1,0 +1,107 @@
+// Reads python:* event messages (tracepoints/python_tp.h) and discarded-events messages into
+// the plain values the stack model takes. The field positions of each event class are looked up
+// once and cached, so that the per-event work is a few borrows and integer reads.
+#pragma once
+
+#include <babeltrace2/babeltrace.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "stack_model.hpp"
+
+namespace pyust::plugin {
+
+// The python:* events, and `other` for every other event class.
+enum class PythonKind : std::uint8_t {
+    other,
+    code,
+    call,
+    ret,
+    line,
+    c_call,
+    c_return,
+    thread,
+    process,
+};
+
+// One decoded python:* event. The string views point into the message's fields: they live as
+// long as the message.
+struct PythonEvent {
+    PythonKind kind = PythonKind::other;
+    analysis::ThreadKey key;     // vpid and vtid of the emitting thread
+    analysis::Timestamp ts = 0;  // ns from origin (0 when the stream has no clock)
+    std::uint64_t stream = 0;    // the reader's index of the event's stream
+    std::uint64_t id = 0;        // code id (code, call, return, line)
+    std::uint64_t number = 0;    // line (line), first_line (code), tid (thread)
+    std::string_view name;       // call: name; c_call: name; code: qualname; thread: name
+    std::string_view owner;      // c_call: owner; code: module
+    std::string_view file;       // code: file
+};
+
+class EventReader {
+public:
+    EventReader() = default;
+
+    // Decodes an event message. Returns false, leaving out unspecified, when it is not a
+    // python:* event. Throws Error when a python:* event class lacks a field the model needs
+    // (vpid/vtid contexts, id, ...) or a time cannot be converted, std::bad_alloc.
+    bool decode(const bt_message* message, PythonEvent& out);
+
+    // Applies a decoded event to the model. Precondition: thread is
+    // model.thread_at(event.key, event.ts, event.stream). Throws what the model throws.
+    static void apply(analysis::StackModel& model, analysis::Thread& thread,
+                      const PythonEvent& event);
+
+    // Feeds a discarded-events message to the model (times are the message's, or 0 when its
+    // stream class has none). Throws Error, std::bad_alloc.
+    void read_discarded(const bt_message* message, analysis::StackModel& model);
+
+    // The reader's index of a stream (assigned on first sight). Throws std::bad_alloc.
+    std::uint64_t stream_index(const bt_stream* stream);
+
+    // Forgets a stream that ended, so that a new stream at the same address gets a new index.
+    // noexcept.
+    void forget_stream(const bt_stream* stream) noexcept
+    {
+        m_streams.erase(stream);
+        m_last_stream = nullptr;
+    }
+
+    // A readable name of an indexed stream. Precondition: index came from stream_index.
+    const std::string& stream_name(std::uint64_t index) const noexcept
+    {
+        return m_stream_names[index];
+    }
+
+private:
+    struct Member {
+        int index = -1;  // -1: absent
+        bool is_signed = false;
+    };
+    struct ClassInfo {
+        PythonKind kind = PythonKind::other;
+        bool has_clock = false;
+        bool is_context_specific = false;  // vpid/vtid in the specific context, not the common
+        Member vpid, vtid;
+        Member id, number, name, owner, file;
+    };
+
+    const ClassInfo& class_info(const bt_event_class* event_class);
+
+    const bt_event_class* m_last_class = nullptr;
+    const ClassInfo* m_last_info = nullptr;
+    std::unordered_map<const bt_event_class*, ClassInfo> m_classes;
+    const bt_stream* m_last_stream = nullptr;
+    std::uint64_t m_last_stream_index = 0;
+    std::unordered_map<const bt_stream*, std::uint64_t> m_streams;
+    std::vector<std::string> m_stream_names;
+};
+
+// Returns a clock snapshot in ns from its clock's origin. Throws Error on overflow.
+analysis::Timestamp ns_from_origin(const bt_clock_snapshot* snapshot);
+
+} // namespace pyust::plugin

@@ -1,0 +1,46 @@
+// The pyust babeltrace2 plugin: registration of its component classes, and nothing else. Each
+// component class lives in its own folder (stacks/, report/).
+#include <babeltrace2/babeltrace.h>
+
+#include "report.hpp"
+#include "stacks.hpp"
+
+// The plugin descriptor macros use C designated initializers, which GCC accepts in C++17 as an
+// extension; the loader finds the descriptors through functions it looks up with dlsym, so they
+// must stay visible despite -fvisibility=hidden.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC visibility push(default)
+
+BT_PLUGIN_MODULE();
+
+BT_PLUGIN(pyust);
+BT_PLUGIN_DESCRIPTION("Python call stacks from pyust's LTTng traces (python:* events)");
+BT_PLUGIN_AUTHOR("The pyust developers");
+BT_PLUGIN_LICENSE("MIT");
+
+BT_PLUGIN_FILTER_COMPONENT_CLASS(stacks, pyust::plugin::stacks::iterator_next);
+BT_PLUGIN_FILTER_COMPONENT_CLASS_DESCRIPTION(
+    stacks, "Forward every message; follow each python:* event with a pyust:stack event "
+            "carrying its thread's depth and frames");
+BT_PLUGIN_FILTER_COMPONENT_CLASS_INITIALIZE_METHOD(stacks, pyust::plugin::stacks::initialize);
+BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD(
+    stacks, pyust::plugin::stacks::iterator_initialize);
+BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_FINALIZE_METHOD(
+    stacks, pyust::plugin::stacks::iterator_finalize);
+
+BT_PLUGIN_SINK_COMPONENT_CLASS(report, pyust::plugin::report::consume);
+BT_PLUGIN_SINK_COMPONENT_CLASS_DESCRIPTION(
+    report, "Rebuild Python call stacks and write a profile, call tree, per-line profile, "
+            "folded stacks, Chrome trace JSON or SVG flame graph");
+BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
+    report, "Parameters: format=profile|tree|folded|lines|chrome|svg (default profile), "
+            "output=PATH (default stdout), pid=N, tid=N, begin=NS, end=NS, min-duration=NS");
+BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, pyust::plugin::report::initialize);
+BT_PLUGIN_SINK_COMPONENT_CLASS_GRAPH_IS_CONFIGURED_METHOD(
+    report, pyust::plugin::report::graph_is_configured);
+BT_PLUGIN_SINK_COMPONENT_CLASS_FINALIZE_METHOD(report, pyust::plugin::report::finalize);
+
+#pragma GCC visibility pop
+#pragma GCC diagnostic pop
