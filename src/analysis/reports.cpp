@@ -192,8 +192,8 @@ void write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
         }
     }
     if (hidden)
-        out << hidden << " call paths shorter than " << format_duration(min_duration)
-            << " not shown\n";
+        out << hidden << (hidden == 1 ? " call path" : " call paths") << " shorter than "
+            << format_duration(min_duration) << " not shown\n";
 }
 
 void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration)

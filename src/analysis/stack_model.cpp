@@ -40,6 +40,18 @@ std::uint32_t Thread::child_node(std::uint32_t parent, FrameId id)
     return it->second;
 }
 
+std::size_t Thread::open_depth(std::uint64_t code_id) const noexcept
+{
+    std::size_t index = m_frames.size();
+    while (index > 0) {
+        const Frame& frame = m_frames[index - 1];
+        if (!frame.id.is_c && frame.id.value == code_id)
+            break;
+        --index;
+    }
+    return index;
+}
+
 void StackModel::set_window(Timestamp begin, Timestamp end) noexcept
 {
     m_begin = begin;
@@ -169,13 +181,7 @@ void StackModel::on_return(Thread& thread, std::uint64_t code_id)
 {
     const Timestamp ts = thread.m_last_ts;
     auto& frames = thread.m_frames;
-    std::size_t index = frames.size();
-    while (index > 0) {
-        const Frame& frame = frames[index - 1];
-        if (!frame.id.is_c && frame.id.value == code_id)
-            break;
-        --index;
-    }
+    const std::size_t index = thread.open_depth(code_id);
     if (index == 0) {
         // Nothing of that code is open: it was called before the trace started (or its call
         // was lost). The stack stays as it is; the region before this return is uncertain.

@@ -155,6 +155,9 @@ public:
     // The open frames, outermost first.
     const std::vector<Frame>& frames() const noexcept { return m_frames; }
     std::size_t depth() const noexcept { return m_frames.size(); }
+    // The depth (1 = outermost) of the innermost open Python frame of code_id, or 0 when none
+    // is open: where a python:return of code_id returns from. noexcept.
+    std::size_t open_depth(std::uint64_t code_id) const noexcept;
     // The calling context tree; node 0 is the root (no frame).
     const std::vector<ContextNode>& nodes() const noexcept { return m_nodes; }
     const std::vector<Gap>& gaps() const noexcept { return m_gaps; }

@@ -73,6 +73,8 @@ public:
 
 private:
     void process(const bt_message* message);
+    // Queues the stack event of message, showing the thread's depth outermost frames
+    // ("<unmatched>" for a return without an open frame: depth 0).
     void annotate(const bt_message* message, std::size_t depth, const analysis::Thread& thread);
     Companion& companion(const bt_stream* upstream);
     CompanionClass& companion_class(const bt_stream* upstream);
@@ -163,10 +165,15 @@ void StacksIterator::process(const bt_message* message)
         if (m_event.kind == PythonKind::code)
             m_labels.clear();  // a registration may rename a cached label
         analysis::Thread& thread = m_model.thread_at(m_event.key, m_event.ts, m_event.stream);
-        // A return shows the stack it leaves (the returning frame innermost); every other
-        // event the stack after it.
-        if (m_event.kind == PythonKind::ret || m_event.kind == PythonKind::c_return) {
-            annotate(message, thread.depth(), thread);
+        // A return shows the stack it leaves (the returning frame innermost), or
+        // "<unmatched>" when no open frame matches it (called before the trace started, or its
+        // call was lost); every other event shows the stack after it.
+        if (m_event.kind == PythonKind::ret) {
+            annotate(message, thread.open_depth(m_event.id), thread);
+            EventReader::apply(m_model, thread, m_event);
+        } else if (m_event.kind == PythonKind::c_return) {
+            const bool is_open = thread.depth() > 0 && thread.frames().back().id.is_c;
+            annotate(message, is_open ? thread.depth() : 0, thread);
             EventReader::apply(m_model, thread, m_event);
         } else {
             EventReader::apply(m_model, thread, m_event);
@@ -212,11 +219,15 @@ void StacksIterator::annotate(const bt_message* message, std::size_t depth,
     const bt_event* upstream_event = bt_message_event_borrow_event_const(message);
     Companion& out = companion(bt_event_borrow_stream_const(upstream_event));
     m_stack.clear();
-    for (const analysis::Frame& frame : thread.frames()) {
-        if (!m_stack.empty())
+    const auto& frames = thread.frames();
+    for (std::size_t i = 0; i < depth; ++i) {
+        if (i > 0)
             m_stack.push_back(';');
-        m_stack += label(frame.id);
+        m_stack += label(frames[i].id);
     }
+    const bool is_return = m_event.kind == PythonKind::ret || m_event.kind == PythonKind::c_return;
+    if (depth == 0 && is_return)
+        m_stack = "<unmatched>";
     bt_message* created =
         out.has_clock
             ? bt_message_event_create_with_default_clock_snapshot(

@@ -1,0 +1,275 @@
+"""Golden tests of pyust's babeltrace2 plugin.
+
+Synthetic traces come from bt_plugin_pyust_test.py (source.pyusttest.cases);
+each case goes through filter.pyust.stacks or sink.pyust.report and the output
+is compared with expect/CASE.FORMAT.expect. Real babeltrace2, every run under a
+timeout. Regenerate the expected files after an intended change with
+PYUST_UPDATE_GOLDEN=1, then review the diff.
+
+The plugin is looked up in $PYUST_PLUGIN_DIR, else in BUILD/src/plugin for the
+first of build-plugin/ and build/ that has it. Run with Debian's interpreter,
+which has bt2 and pytest:
+
+    /usr/bin/python3 -m pytest tests/plugin
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+EXPECT = HERE / "expect"
+TIMEOUT = 20  # seconds for one babeltrace2 run
+PLUGIN_FILE = "babeltrace-plugin-pyust.so"
+
+
+def plugin_dir():
+    if os.environ.get("PYUST_PLUGIN_DIR"):
+        return Path(os.environ["PYUST_PLUGIN_DIR"])
+    for build in ("build-plugin", "build"):
+        candidate = ROOT / build / "src" / "plugin"
+        if (candidate / PLUGIN_FILE).exists():
+            return candidate
+    pytest.skip("the plugin is not built (meson setup build-plugin && ninja -C build-plugin)")
+
+
+def babeltrace2(*args, timeout=TIMEOUT):
+    """Runs babeltrace2 with our plugins; returns the CompletedProcess."""
+    command = ["babeltrace2", "--plugin-path", "%s:%s" % (HERE, plugin_dir()), *args]
+    env = dict(os.environ, TZ="UTC", LC_ALL="C")
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def flat(text):
+    """babeltrace2 wraps its error causes: join the lines back."""
+    return " ".join(text.split())
+
+
+def run_case(case, *components):
+    return babeltrace2("-c", "source.pyusttest.cases", "-p", 'case="%s"' % case, *components)
+
+
+def report(case, fmt, *params):
+    args = ["-c", "sink.pyust.report", "-p", "format=%s" % fmt]
+    for param in params:
+        args += ["-p", param]
+    return run_case(case, *args)
+
+
+def check_golden(name, result):
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    if result.stderr:
+        text += "--- stderr ---\n" + result.stderr
+    path = EXPECT / (name + ".expect")
+    if os.environ.get("PYUST_UPDATE_GOLDEN"):
+        EXPECT.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), "no expected output: run with PYUST_UPDATE_GOLDEN=1 and review"
+    assert text == path.read_text()
+
+
+CASES = ["nested", "recursion", "exception", "generator", "two_threads", "mid_call",
+         "lost_events", "lines"]
+FORMATS = ["profile", "tree", "folded", "chrome"]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_report(case, fmt):
+    check_golden("%s.%s" % (case, fmt), report(case, fmt))
+
+
+def test_lines():
+    check_golden("lines.lines", report("lines", "lines"))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_stacks_filter(case):
+    check_golden("%s.stacks" % case, run_case(case, "-c", "filter.pyust.stacks"))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_filter_forwards_everything(case):
+    """With the filter in front, the sink sees the same trace: same report."""
+    direct = report(case, "folded")
+    filtered = run_case(case, "-c", "filter.pyust.stacks", "-c", "sink.pyust.report",
+                        "-p", "format=folded")
+    assert filtered.returncode == 0, filtered.stderr
+    assert filtered.stdout == direct.stdout
+
+
+def test_filter_keeps_original_events():
+    plain = run_case("nested")
+    filtered = run_case("nested", "-c", "filter.pyust.stacks")
+    kept = [line for line in filtered.stdout.splitlines() if "pyust:stack" not in line]
+    # The time deltas of the original lines differ (a stack event comes between): drop them.
+    strip = re.compile(r"\(\+[0-9.?]+\) ")
+    assert [strip.sub("", l) for l in kept] == [strip.sub("", l) for l in plain.stdout.splitlines()]
+
+
+def test_thread_selection():
+    check_golden("two_threads.tid101.folded", report("two_threads", "folded", "tid=101"))
+    other = report("two_threads", "folded", "pid=1")
+    assert other.returncode == 0 and other.stdout == ""
+
+
+def test_window_clips_frames():
+    check_golden("nested.window.tree", report("nested", "tree", "begin=2500", "end=8500"))
+
+
+def test_min_duration():
+    check_golden("nested.min.tree", report("nested", "tree", "min-duration=2000"))
+    folded = report("nested", "folded", "min-duration=2000")
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.stdout.splitlines())
+    assert total == 11000  # what is cut goes to the parent: the sum stays the traced time
+
+
+def test_self_times_add_up_to_frame_time():
+    for case in CASES:
+        folded = report(case, "folded")
+        tree = report(case, "tree")
+        total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.stdout.splitlines())
+        in_frames = 0
+        for line in tree.stdout.splitlines():
+            match = re.search(r"events, ([0-9.]+) (ns|us) in frames", line)
+            if match:
+                in_frames += float(match.group(1)) * (1000 if match.group(2) == "us" else 1)
+        assert total == round(in_frames), case
+
+
+def test_chrome_is_valid_json():
+    result = report("two_threads", "chrome")
+    data = json.loads(result.stdout)
+    names = {e["args"]["name"] for e in data["traceEvents"] if e["ph"] == "M"}
+    assert names == {"MainThread", "Worker-1"}
+    spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert len(spans) == 6 and all(e["dur"] >= 0 for e in spans)
+
+
+def test_svg_flame_graph(tmp_path):
+    out = tmp_path / "flame.svg"
+    result = report("two_threads", "svg", 'output="%s"' % out)
+    assert result.returncode == 0, result.stderr
+    root = ET.parse(out).getroot()
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    labels = [g.get("data-l") for g in root.iterfind(".//s:g[@class='f']", ns)]
+    assert labels[0] == "all"
+    assert "pid 100 tid 101 (Worker-1)" in labels
+    assert labels.count("pkg.mod:Bar.run") == 2
+    assert root.find("s:script", ns) is not None
+    assert out.stat().st_size < 20000
+
+
+def test_output_file(tmp_path):
+    out = tmp_path / "profile.txt"
+    result = report("nested", "profile", 'output="%s"' % out)
+    assert result.returncode == 0 and result.stdout == ""
+    assert out.read_text() == (EXPECT / "nested.profile.expect").read_text()
+
+
+@pytest.mark.parametrize("param, message", [
+    ("format=bogus", "bad parameter value: name=format, value=bogus"),
+    ("colour=1", "unknown parameter: name=colour"),
+    ("pid=\"x\"", "bad parameter type: name=pid, expected=integer"),
+    ("min-duration=-1", "bad parameter value: name=min-duration"),
+    ('output="/nonexistent/dir/x"', "Cannot open the output file: path=/nonexistent/dir/x"),
+])
+def test_bad_parameter(param, message):
+    result = run_case("nested", "-c", "sink.pyust.report", "-p", param)
+    assert result.returncode != 0
+    error = flat(result.stderr)
+    assert "Cannot initialize sink.pyust.report" in error
+    assert message in error
+
+
+def test_filter_takes_no_parameter():
+    result = run_case("nested", "-c", "filter.pyust.stacks", "-p", "depth=1")
+    assert result.returncode != 0
+    assert "unknown parameter: name=depth" in flat(result.stderr)
+
+
+def test_not_a_trace(tmp_path):
+    (tmp_path / "junk").write_text("not a trace\n")
+    result = babeltrace2(str(tmp_path), "-c", "sink.pyust.report", timeout=10)
+    assert result.returncode != 0
+
+
+# End to end: a real LTTng trace of a fixed program.
+PROGRAM = """\
+def baz(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+
+def bar(n):
+    return baz(n) + baz(n // 2)
+
+def foo():
+    t = 0
+    for _ in range(3):
+        t += bar(1000)
+    return t
+
+foo()
+"""
+
+
+@pytest.fixture(scope="module")
+def real_trace():
+    hook = ROOT / "build" / "python"
+    if not shutil.which("lttng") or not (hook / "pyust").is_dir():
+        pytest.skip("needs lttng and the hook built in build/ (build/python)")
+    work = Path(tempfile.mkdtemp(prefix="pyust-golden-"))
+    (work / "fbb.py").write_text(PROGRAM)
+    env = dict(os.environ, PYTHONPATH=str(hook))
+    python = shutil.which("python3", path=os.environ.get("PATH"))
+    result = subprocess.run([python, "-m", "pyust", "run", "-o", str(work / "trace"), "--",
+                             "fbb.py"], cwd=work, env=env, capture_output=True, text=True,
+                            timeout=120)
+    if result.returncode != 0:
+        pytest.skip("pyust run failed: " + result.stderr[-500:])
+    yield work / "trace"
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def test_real_trace_folded(real_trace):
+    result = babeltrace2(str(real_trace), "-c", "sink.pyust.report", "-p", "format=folded")
+    assert result.returncode == 0, result.stderr
+    paths = {line.rsplit(" ", 1)[0] for line in result.stdout.splitlines()}
+    mine = sorted(p for p in paths if p.startswith("__main__:"))
+    assert mine == [
+        "__main__:<module>",
+        "__main__:<module>;__main__:foo",
+        "__main__:<module>;__main__:foo;__main__:bar",
+        "__main__:<module>;__main__:foo;__main__:bar;__main__:baz",
+    ]
+
+
+def test_real_trace_profile_counts(real_trace):
+    result = babeltrace2(str(real_trace), "-c", "sink.pyust.report")
+    assert result.returncode == 0, result.stderr
+    calls = {}
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[0].isdigit():
+            calls[fields[4]] = int(fields[0])
+    assert calls["__main__:baz"] == 6
+    assert calls["__main__:bar"] == 3
+    assert calls["__main__:foo"] == 1
+    assert calls["__main__:<module>"] == 1
+    assert "Incomplete" not in result.stdout
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
