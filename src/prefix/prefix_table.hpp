@@ -47,7 +47,8 @@ bool is_supported(Implementation impl) noexcept;
 // when this build has it and the CPU supports it; else scalar. A build made with `-Dsimd=avx2`
 // refuses to fall back silently: on a CPU without AVX2 it needs PYUST_SIMD=scalar.
 // Thread-safe. Throws std::runtime_error, with a message that names the fix, when PYUST_SIMD
-// names an unknown implementation or one this build or CPU lacks (every call throws the same).
+// names an unknown implementation or one this build or CPU lacks, or when a -Dsimd=avx2 build
+// runs on a CPU without AVX2 and PYUST_SIMD is unset (every call then throws the same).
 Implementation default_implementation();
 
 // Whether prefix matches name under the rules above (prefix is normalized first). noexcept.
