@@ -1,65 +1,13 @@
-"""Fixtures of the integration suite: a real LTTng session daemon, one real
-session per test, programs traced by the real hook, traces read back with
-babeltrace2's Python bindings.
-
-Environment:
-  PYUST_TEST_PYTHON  the interpreter under test (default: this one)
-  PYUST_TEST_PATH    where its `pyust` package is (default: build/python)
-"""
+"""Fixtures of the integration suite (helpers: lttng_harness.py)."""
 
 from __future__ import annotations
 
-import itertools
-import json
-import os
-import shutil
 import subprocess
-import sys
 import textwrap
-from collections import defaultdict
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PYTHON = os.environ.get("PYUST_TEST_PYTHON", sys.executable)
-PYUST_PATH = os.environ.get("PYUST_TEST_PATH", str(ROOT / "build" / "python"))
-# bt2 comes from Debian's python3-bt2: read traces with Debian's interpreter.
-READER = "/usr/bin/python3"
-READ_TIMEOUT = 120
-RUN_TIMEOUT = 120
-
-_counter = itertools.count()
-
-
-def lttng(*args, check=True, timeout=120):
-    result = subprocess.run(["lttng", *args], capture_output=True, text=True, timeout=timeout)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"lttng {' '.join(args)} failed: {result.stdout}{result.stderr}")
-    return result
-
-
-def session_names() -> set:
-    result = lttng("list", check=False)
-    names = set()
-    for line in result.stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0].endswith(")") and parts[0][:-1].isdigit():
-            names.add(parts[1])
-    return names
-
-
-def unique_name(tag: str = "t") -> str:
-    return f"pyust-test-{os.getpid()}-{tag}-{next(_counter)}"
-
-
-def child_env(**extra) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PYUST_PATH + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.pop("PYUST", None)
-    env.update(extra)
-    return env
+from lttng_harness import Session, lttng
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -70,120 +18,6 @@ def sessiond():
         return
     subprocess.run(["lttng-sessiond", "--daemonize"], check=True, timeout=60)
     yield
-
-
-@dataclass
-class Trace:
-    events: list
-    discarded: int
-
-    @property
-    def codes(self) -> dict:
-        """id -> the python:code fields of its last registration."""
-        return {e["fields"]["id"]: e["fields"] for e in self.events if e["name"] == "python:code"}
-
-    def of(self, *names) -> list:
-        return [e for e in self.events if e["name"] in names]
-
-    def threads(self) -> dict:
-        """(vpid, vtid) -> that thread's events, in order."""
-        by_thread = defaultdict(list)
-        for e in self.events:
-            by_thread[(e["vpid"], e["vtid"])].append(e)
-        return dict(by_thread)
-
-    def flow(self, events=None) -> list:
-        """call/return events as ('call', qualname) / ('return', qualname, unwind)."""
-        codes = self.codes
-        out = []
-        for e in self.events if events is None else events:
-            if e["name"] == "python:call":
-                out.append(("call", codes[e["fields"]["id"]]["qualname"]))
-            elif e["name"] == "python:return":
-                out.append(("return", codes[e["fields"]["id"]]["qualname"], e["fields"]["unwind"]))
-        return out
-
-    def program_flow(self, program: str, events=None) -> list:
-        """flow() restricted to code defined in the file `program`."""
-        codes = self.codes
-        own = {i for i, c in codes.items() if c["file"] == program}
-        kept = [e for e in (self.events if events is None else events)
-                if e["name"] in ("python:call", "python:return") and e["fields"]["id"] in own]
-        return self.flow(kept)
-
-
-def read_trace(path, owner: Path | None = None) -> Trace:
-    """The trace at path. A session records every process that emits python:*
-    events on the machine; with owner, keep only the processes of the test's
-    programs: those that registered code from a file under owner, and their
-    forked children (which call code ids carrying such a process's pid)."""
-    result = subprocess.run([READER, str(Path(__file__).with_name("read_trace.py")), str(path)],
-                            capture_output=True, text=True, timeout=READ_TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    lines = [json.loads(line) for line in result.stdout.splitlines()]
-    events = lines[:-1]
-    if owner is not None:
-        prefix = str(owner) + os.sep
-        own = {e["vpid"] for e in events
-               if e["name"] == "python:code" and e["fields"]["file"].startswith(prefix)}
-        grown = True
-        while grown:
-            children = {e["vpid"] for e in events
-                        if e["name"] == "python:call" and e["fields"]["id"] >> 32 in own}
-            grown = not children <= own
-            own |= children
-        events = [e for e in events if e["vpid"] in own]
-    return Trace(events=events, discarded=lines[-1]["discarded"])
-
-
-def assert_balanced(trace: Trace, thread_events: list, *, closed: bool = True):
-    """A thread's calls and returns nest: every return closes the innermost
-    open call of the same code, depth never goes negative, and (closed)
-    nothing stays open."""
-    stack = []
-    for e in thread_events:
-        if e["name"] == "python:call":
-            stack.append(e["fields"]["id"])
-        elif e["name"] == "python:return":
-            assert stack, f"return without call: {e}"
-            assert stack[-1] == e["fields"]["id"], (
-                f"return of {trace.codes[e['fields']['id']]['qualname']} closes "
-                f"{trace.codes[stack[-1]]['qualname']}")
-            stack.pop()
-    if closed:
-        assert not stack, f"still open: {[trace.codes[i]['qualname'] for i in stack]}"
-    return stack
-
-
-class Session:
-    """A real LTTng session recording python:* with vpid/vtid/procname."""
-
-    def __init__(self, tmp_path: Path, subbuf_size="4M", num_subbuf=8, directory="trace"):
-        self.owner = tmp_path
-        self.name = unique_name()
-        self.path = tmp_path / directory
-        lttng("create", self.name, "--output", str(self.path))
-        self.active = True
-        lttng("enable-channel", "-u", "-s", self.name, "--subbuf-size", subbuf_size,
-              "--num-subbuf", str(num_subbuf), "chan")
-        lttng("enable-event", "-u", "-s", self.name, "-c", "chan", "python:*")
-        lttng("add-context", "-u", "-s", self.name, "-c", "chan",
-              "-t", "vpid", "-t", "vtid", "-t", "procname")
-
-    def start(self):
-        lttng("start", self.name)
-
-    def stop(self):
-        lttng("stop", self.name)
-
-    def read(self) -> Trace:
-        self.stop()
-        return read_trace(self.path, self.owner)
-
-    def destroy(self):
-        if self.active:
-            lttng("destroy", self.name, check=False)
-            self.active = False
 
 
 @pytest.fixture
@@ -206,24 +40,3 @@ def make_program(tmp_path):
     return make
 
 
-def run_hooked(program_argv: list, *, flags=(), env=None, python=None, **kwargs):
-    """`python -m pyust [flags] -- program_argv`: the hook only."""
-    return subprocess.run([python or PYTHON, "-m", "pyust", *flags, "--", *program_argv],
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                          env=env or child_env(), **kwargs)
-
-
-def run_plain(program_argv: list, *, env=None, python=None, **kwargs):
-    """`python program_argv`, untraced: the reference behaviour."""
-    return subprocess.run([python or PYTHON, *program_argv], capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT, env=env or child_env(), **kwargs)
-
-
-def run_pyust(args: list, *, env=None, **kwargs):
-    """`python -m pyust ARGS` (any command)."""
-    return subprocess.run([PYTHON, "-m", "pyust", *args], capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT, env=env or child_env(), **kwargs)
-
-
-def has_lttng() -> bool:
-    return shutil.which("lttng") is not None

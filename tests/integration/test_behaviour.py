@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import assert_balanced, run_hooked, run_plain
+from lttng_harness import assert_balanced, run_hooked, run_plain
 
 PROGRAMS = {
     "normal": "print('out')\n",
@@ -101,7 +101,7 @@ def test_session_started_after_the_program_gets_the_names(session, make_program,
     when a session starts: automatically, and on pyust.rundown()."""
     import subprocess
 
-    from conftest import PYTHON, Session, child_env
+    from lttng_harness import PYTHON, Session, child_env
 
     session.destroy()  # this test runs its own, later session
     program = make_program("""\

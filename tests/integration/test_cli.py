@@ -6,12 +6,10 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import time
 
 import pytest
 
-from conftest import (PYTHON, child_env, lttng, read_trace, run_plain, run_pyust,
+from lttng_harness import (PYTHON, child_env, lttng, read_trace, run_plain, run_pyust,
                       session_names, unique_name)
 
 SIMPLE = "def f():\n    return 1\nfor _ in range(10):\n    f()\nprint('done')\n"
@@ -173,7 +171,7 @@ def test_enable_disable_pth(make_program, tmp_path, session):
     base = tmp_path / "userbase"
     site = base / "lib" / f"python{version}" / "site-packages"
     site.mkdir(parents=True)
-    from conftest import PYUST_PATH
+    from lttng_harness import PYUST_PATH
 
     (site / "pyust").symlink_to(os.path.join(PYUST_PATH, "pyust"))
     env = child_env(PYTHONUSERBASE=str(base))

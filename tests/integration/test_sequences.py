@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from conftest import assert_balanced, run_hooked
+from lttng_harness import assert_balanced, run_hooked
 
 FOO_BAR_BAZ = """\
 def baz():
@@ -188,7 +188,7 @@ def test_threads_started_before_and_after_start(session, make_program):
         early.join()
         pyust.stop()
         """)
-    from conftest import run_plain
+    from lttng_harness import run_plain
 
     result = run_plain([program])
     assert result.returncode == 0, result.stderr
@@ -317,7 +317,7 @@ def test_calls_counted_like_sys_setprofile(session, make_program, tmp_path):
         sys.setprofile(None)
         print(json.dumps(counts))
         """, name="counter.py")
-    from conftest import run_plain
+    from lttng_harness import run_plain
     import json
 
     expected_raw = json.loads(run_plain([counter]).stdout)
