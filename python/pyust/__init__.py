@@ -71,17 +71,38 @@ def _thread_bootstrap(frame, event, arg):
             sys.setprofile(None)
 
 
-def start(*, c_calls: bool = False, lines: bool = False, _hide_caller_stack: bool = False) -> None:
+def _prefixes(value) -> list:
+    """Module prefixes from "a,b", ["a", "b,c"] or None."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    prefixes = []
+    for item in value:
+        if not isinstance(item, str):
+            raise TracerError(f"module prefixes are strings, not {type(item).__name__}: {item!r}")
+        prefixes += [p.strip() for p in item.split(",") if p.strip()]
+    return prefixes
+
+
+def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = False,
+          _hide_caller_stack: bool = False) -> None:
     """Start tracing every thread of this interpreter.
 
-    c_calls: also emit python:c_call/c_return for C functions called from
-    Python. lines: also emit python:line for every line run.
+    modules: module-name prefixes to trace ("numpy,pandas" or a list); by
+    default every module. A prefix matches on dotted boundaries: "numpy"
+    traces numpy and numpy.core, not numpyro. exclude: prefixes not to trace.
+    The most specific (longest) matching prefix decides; "__main__" is the
+    script. c_calls: also emit python:c_call/c_return for C functions called
+    from traced code. lines: also emit python:line for every line of traced
+    code.
 
     Frames already running (in this thread and others) are announced as calls
     when pyust first sees their thread, so each thread's trace is balanced.
     Raises TracerError when already tracing, or when another profiler or
     tracer (cProfile, a debugger, coverage.py) holds the interpreter's hook.
     """
+    include, excluded = _prefixes(modules), _prefixes(exclude)
     native = _load()
     if native.is_active():
         raise TracerError("Cannot start tracing: pyust is already tracing; call pyust.stop() first")
@@ -90,7 +111,8 @@ def start(*, c_calls: bool = False, lines: bool = False, _hide_caller_stack: boo
     names = [(t.native_id, t.name) for t in threading.enumerate() if t.native_id is not None]
     threading.setprofile(_thread_bootstrap)
     try:
-        native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack)
+        native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
+                     include=include, exclude=excluded)
     except BaseException:
         threading.setprofile(None)
         raise
@@ -127,9 +149,10 @@ def emitted_events() -> int:
 
 
 @contextlib.contextmanager
-def tracing(*, c_calls: bool = False, lines: bool = False) -> Iterator[None]:
+def tracing(*, modules=None, exclude=None, c_calls: bool = False,
+            lines: bool = False) -> Iterator[None]:
     """Trace the body of a with statement (see start())."""
-    start(c_calls=c_calls, lines=lines)
+    start(modules=modules, exclude=exclude, c_calls=c_calls, lines=lines)
     try:
         yield
     finally:

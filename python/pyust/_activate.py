@@ -4,7 +4,7 @@ The .pth line names the environment variable that opts in. Tracing starts
 only when that variable is set to a non-empty value, the interpreter does not
 ignore the environment (-E, -I), and the process runs with its real uid (no
 setuid program inherits tracing). The value is `1`, or hook options such as
-`--lines --c-calls`: never code, never a path.
+`--modules myapp,numpy --lines`: never code, never a path.
 """
 
 from __future__ import annotations
@@ -31,21 +31,9 @@ def activate(variable: str) -> None:
     if not is_allowed(variable):
         return
     value = os.environ[variable].strip()
-    options = {"c_calls": False, "lines": False}
-    if value not in ("1", "yes", "true", "on"):
-        words = shlex.split(value)
-        for word in words:
-            if word == "--lines":
-                options["lines"] = True
-            elif word == "--c-calls":
-                options["c_calls"] = True
-            else:
-                print(
-                    f"pyust: not tracing: {variable}={value!r} has an unknown option {word!r} "
-                    "(use 1, or any of --lines --c-calls)",
-                    file=sys.stderr,
-                )
-                return
+    options = _parse(variable, value)
+    if options is None:
+        return
     import pyust
 
     try:
@@ -54,3 +42,30 @@ def activate(variable: str) -> None:
         print(f"pyust: not tracing: {error}", file=sys.stderr)
         return
     started_by_activation = True
+
+
+_USAGE = "use 1, or any of --modules PREFIXES --exclude PREFIXES --lines --c-calls"
+
+
+def _parse(variable: str, value: str):
+    """The start() options a variable's value asks for, or None (and one line
+    on stderr) when the value is not understood."""
+    options = {"modules": [], "exclude": [], "c_calls": False, "lines": False}
+    if value in ("1", "yes", "true", "on"):
+        return options
+    try:
+        words = shlex.split(value)
+    except ValueError as error:
+        print(f"pyust: not tracing: {variable}={value!r}: {error} ({_USAGE})", file=sys.stderr)
+        return None
+    while words:
+        word = words.pop(0)
+        if word in ("--lines", "--c-calls"):
+            options[word[2:].replace("-", "_")] = True
+        elif word in ("--modules", "--exclude") and words:
+            options[word[2:]].append(words.pop(0))
+        else:
+            print(f"pyust: not tracing: {variable}={value!r} has an unknown option {word!r} "
+                  f"({_USAGE})", file=sys.stderr)
+            return None
+    return options

@@ -47,6 +47,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_hook_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--modules", action="append", metavar="PREFIXES",
+                        help="trace only these modules: comma-separated module-name prefixes "
+                             "(numpy matches numpy.core, not numpyro; __main__ is the script); "
+                             "repeatable; default: every module")
+    parser.add_argument("--exclude", action="append", metavar="PREFIXES",
+                        help="do not trace these modules (prefixes as for --modules; the most "
+                             "specific prefix of either list decides)")
     parser.add_argument("--c-calls", action="store_true",
                         help="also trace calls of C functions (python:c_call/c_return)")
     parser.add_argument("--lines", action="store_true",
@@ -65,7 +72,11 @@ def _split_target(args: argparse.Namespace, prog: str) -> list:
 
 
 def _hook_flags(args: argparse.Namespace) -> list:
-    return (["--c-calls"] if args.c_calls else []) + (["--lines"] if args.lines else [])
+    flags = (["--c-calls"] if args.c_calls else []) + (["--lines"] if args.lines else [])
+    for option in ("modules", "exclude"):
+        for value in getattr(args, option) or []:
+            flags += [f"--{option}", value]
+    return flags
 
 
 # ----------------------------------------------------------------- hook only
@@ -93,7 +104,8 @@ def _hook_main(argv: list) -> int:
         pyust.stop()  # this command's options win over the environment's
 
     def start():
-        pyust.start(c_calls=args.c_calls, lines=args.lines, _hide_caller_stack=True)
+        pyust.start(modules=args.modules, exclude=args.exclude, c_calls=args.c_calls,
+                    lines=args.lines, _hide_caller_stack=True)
 
     try:
         _runner.run(target, start)

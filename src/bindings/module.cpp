@@ -1,6 +1,7 @@
 // pyust._native: the Python side of the hook's control API. pybind11 lives in
 // this file only; the hot path (src/hook) is plain C API.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "hook.hpp"
 
@@ -27,15 +28,19 @@ PYBIND11_MODULE(_native, m)
           "Prepare the hook; code under own_dir (pyust itself) is never traced.");
     m.def(
         "start",
-        [](bool c_calls, bool lines, bool hide_caller_stack) {
+        [](bool c_calls, bool lines, bool hide_caller_stack, std::vector<std::string> include,
+           std::vector<std::string> exclude) {
             hook::Options options;
             options.c_calls = c_calls;
             options.lines = lines;
             options.hide_caller_stack = hide_caller_stack;
+            options.include = std::move(include);
+            options.exclude = std::move(exclude);
             hook::start(options);
         },
         py::kw_only(), py::arg("c_calls") = false, py::arg("lines") = false,
-        py::arg("hide_caller_stack") = false, "Start tracing every thread.");
+        py::arg("hide_caller_stack") = false, py::arg("include") = std::vector<std::string>{},
+        py::arg("exclude") = std::vector<std::string>{}, "Start tracing every thread.");
     m.def("stop", &hook::stop, "Stop tracing every thread.");
     m.def("is_active", &hook::is_active);
     m.def("rundown", &hook::rundown,

@@ -19,6 +19,7 @@
 #include <lttng/ust-fork.h>
 
 #include "emitter.hpp"
+#include "prefix_table.hpp"
 #include "python_compat.hpp"
 #include "registry.hpp"
 
@@ -30,6 +31,8 @@ struct State {
     bool is_active = false;
     bool was_code_enabled = false; // python:code enabled at the last check
     Options options;
+    prefix::Filter filter;       // the module filter of the current start()
+    std::uint32_t generation = 1; // the filter's generation (see CodeInfo)
     Py_ssize_t extra_index = -1;
     std::string own_dir;
     std::unique_ptr<Registry> registry;
@@ -62,10 +65,22 @@ bool starts_with(const std::string& text, const std::string& prefix) noexcept
     return !prefix.empty() && text.compare(0, prefix.size(), prefix) == 0;
 }
 
+// Takes the code object's verdict under the current filter (pyust's own code
+// is never traced) and registers it in the trace when it becomes traced.
+void decide(CodeInfo& info) noexcept
+{
+    const bool was_traced = info.is_traced;
+    info.generation = g.generation;
+    info.is_traced = !info.is_hidden && !starts_with(info.file, g.own_dir) &&
+                     g.filter.is_traced(info.module);
+    if (info.is_traced && !was_traced)
+        g.emitter->code(info);
+}
+
 // Registers the code object running in frame: assigns its id, decides
 // whether it is traced, emits python:code. Returns nullptr only when memory
 // runs out (the event is then dropped, the program goes on).
-const CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
+CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
 {
     compat::SavedError saved;
     try {
@@ -78,14 +93,12 @@ const CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
             Py_DECREF(globals);
         }
         std::string file = utf8_or_unknown(code->co_filename);
-        const bool is_traced = !starts_with(file, g.own_dir);
-        const CodeInfo& info =
+        CodeInfo& info =
             g.registry->add(std::move(module), utf8_or_unknown(compat::code_qualname(code)),
                             std::move(file), static_cast<std::uint32_t>(code->co_firstlineno),
-                            is_traced);
-        compat::set_code_extra(code, g.extra_index, const_cast<CodeInfo*>(&info));
-        if (info.is_traced)
-            g.emitter->code(info);
+                            false);
+        decide(info);
+        compat::set_code_extra(code, g.extra_index, &info);
         return &info;
     } catch (...) {
         return nullptr;
@@ -95,9 +108,11 @@ const CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
 const CodeInfo* info_for(PyFrameObject* frame) noexcept
 {
     PyCodeObject* code = PyFrame_GetCode(frame);
-    auto* info = static_cast<const CodeInfo*>(compat::get_code_extra(code, g.extra_index));
+    auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, g.extra_index));
     if (info == nullptr)
         info = register_code(code, frame);
+    else if (info->generation != g.generation)
+        decide(*info);
     Py_DECREF(code);
     return info;
 }
@@ -282,14 +297,16 @@ void hide_stack(PyFrameObject* frame) noexcept
         std::vector<PyFrameObject*> frames = stack_of(frame);
         for (PyFrameObject* f : frames) {
             PyCodeObject* code = PyFrame_GetCode(f);
-            if (compat::get_code_extra(code, g.extra_index) == nullptr) {
+            auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, g.extra_index));
+            if (info == nullptr) {
                 compat::SavedError saved;
-                const CodeInfo& info = g.registry->add(
-                    k_unknown, utf8_or_unknown(compat::code_qualname(code)),
-                    utf8_or_unknown(code->co_filename),
-                    static_cast<std::uint32_t>(code->co_firstlineno), false);
-                compat::set_code_extra(code, g.extra_index, const_cast<CodeInfo*>(&info));
+                info = &g.registry->add(k_unknown, utf8_or_unknown(compat::code_qualname(code)),
+                                        utf8_or_unknown(code->co_filename),
+                                        static_cast<std::uint32_t>(code->co_firstlineno), false);
+                compat::set_code_extra(code, g.extra_index, info);
             }
+            info->is_hidden = true;
+            info->is_traced = false;
             Py_DECREF(code);
         }
         release(frames);
@@ -473,6 +490,14 @@ void start(const Options& options)
     if (g.is_active)
         throw TracerError("Cannot start tracing: pyust is already tracing; call "
                           "pyust.stop() first");
+    prefix::Filter filter;
+    try {
+        filter = prefix::Filter(options.include, options.exclude);
+    } catch (const std::bad_alloc&) {
+        throw;
+    } catch (const std::exception& error) {
+        throw TracerError(std::string("Cannot start tracing: ") + error.what());
+    }
     const Options previous = g.options;
     g.options = options;
     try {
@@ -481,6 +506,8 @@ void start(const Options& options)
         g.options = previous;
         throw;
     }
+    g.filter = std::move(filter);
+    ++g.generation;
     g.is_active = true;
     g.was_code_enabled = g.emitter->is_code_enabled();
     emit_process();

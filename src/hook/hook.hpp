@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace pyust::hook {
 
@@ -22,6 +23,11 @@ struct Options {
     // Never trace the code of the frames below start() (the runner's own
     // start-up frames) instead of announcing them as open calls.
     bool hide_caller_stack = false;
+    // Module-name prefixes (src/prefix/prefix_table.hpp): with a non-empty
+    // include list only matching modules are traced; exclude removes some.
+    // The most specific prefix decides, once per code object.
+    std::vector<std::string> include;
+    std::vector<std::string> exclude;
 };
 
 // Prepares the hook once per process. own_dir: pyust's package directory with
@@ -33,8 +39,9 @@ void init(const std::string& own_dir);
 // other running threads at their next Python event (each first re-emits its
 // current stack as calls, so a trace is balanced per thread). Threads started
 // later must call attach_current_thread(). Precondition: init() was called.
-// Throws TracerError when already tracing, or when another profiler or tracer
-// holds the interpreter's hook.
+// Throws TracerError when already tracing, when another profiler or tracer
+// holds the interpreter's hook, or when the module filter cannot be built
+// (PYUST_SIMD names an implementation this machine cannot run).
 void start(const Options& options);
 
 // Stops tracing. Frames still open on the caller's thread get a return now;

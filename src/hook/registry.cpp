@@ -7,8 +7,8 @@
 
 namespace pyust::hook {
 
-const CodeInfo& Registry::add(std::string module, std::string qualname, std::string file,
-                              std::uint32_t first_line, bool is_traced)
+CodeInfo& Registry::add(std::string module, std::string qualname, std::string file,
+                        std::uint32_t first_line, bool is_traced)
 {
     if (m_next_seq == std::numeric_limits<std::uint32_t>::max())
         throw std::length_error("Cannot register code object: this process used every id");

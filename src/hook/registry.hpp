@@ -23,6 +23,10 @@ constexpr std::uint64_t make_code_id(std::uint32_t pid, std::uint32_t seq) noexc
 struct CodeInfo {
     std::uint64_t id = 0;
     bool is_traced = false; // false: the hook emits nothing for this code object
+    // The filter generation is_traced was decided under: start() with new
+    // module filters begins a new generation, and the hook decides again.
+    std::uint32_t generation = 0;
+    bool is_hidden = false; // never traced, whatever the filter (pyust's runner frames)
     std::string module;
     std::string qualname;
     std::string file;
@@ -36,8 +40,8 @@ public:
 
     // Registers a code object and returns its info, with a new id.
     // Throws std::bad_alloc, or std::length_error once 2^32 - 1 ids are used.
-    const CodeInfo& add(std::string module, std::string qualname, std::string file,
-                        std::uint32_t first_line, bool is_traced);
+    CodeInfo& add(std::string module, std::string qualname, std::string file,
+                  std::uint32_t first_line, bool is_traced);
 
     // Records a thread's name (replacing an older name for the same tid).
     // Throws std::bad_alloc.
