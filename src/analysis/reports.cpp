@@ -350,6 +350,21 @@ struct Flame {
     const char* kind = "py";
 };
 
+// The label cut to what fits in width pixels (about 6.5 per character), as the script does.
+std::string fit_label(const std::string& label, double width)
+{
+    const double room = (width - 6) / 6.5;
+    if (room < 3)
+        return std::string();
+    const std::size_t n = static_cast<std::size_t>(room);
+    if (label.size() <= n)
+        return label;
+    std::size_t cut = n - 2;
+    while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80)
+        --cut;  // never inside a UTF-8 sequence
+    return label.substr(0, cut) + "..";
+}
+
 std::string flame_color(const Flame& flame)
 {
     std::uint32_t hash = 2166136261u;
@@ -436,11 +451,21 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
         if (flame.calls)
             details += ", self " + format_duration(flame.self) + ", " +
                        std::to_string(flame.calls) + (flame.calls == 1 ? " call" : " calls");
-        out << "<g class=\"f\" data-x=\"" << printf_string("%.9f", flame.x / total)
-            << "\" data-w=\"" << printf_string("%.9f", flame.total / total) << "\" data-d=\""
-            << flame.depth << "\" data-l=\"" << xml_text(flame.label) << "\"><title>"
-            << xml_text(details) << "</title><rect fill=\"" << flame_color(flame)
-            << "\" rx=\"2\"/><text/></g>\n";
+        // The unzoomed layout is written out too, so that viewers without scripts show it;
+        // the script redoes the same layout on load and at each zoom.
+        const double x = static_cast<double>(flame.x) / total;
+        const double w = static_cast<double>(flame.total) / total;
+        const double px = 10 + x * 1180;
+        const double pw = w * 1180;
+        const int py = height - 26 - (flame.depth + 1) * row;
+        out << "<g class=\"f\" data-x=\"" << printf_string("%.9f", x) << "\" data-w=\""
+            << printf_string("%.9f", w) << "\" data-d=\"" << flame.depth << "\" data-l=\""
+            << xml_text(flame.label) << "\"><title>" << xml_text(details)
+            << "</title><rect x=\"" << printf_string("%.2f", px) << "\" y=\"" << py
+            << "\" width=\"" << printf_string("%.2f", pw) << "\" height=\"" << row - 1
+            << "\" fill=\"" << flame_color(flame) << "\" rx=\"2\"/><text x=\""
+            << printf_string("%.2f", px + 3) << "\" y=\"" << py + row - 4 << "\">"
+            << xml_text(fit_label(flame.label, pw)) << "</text></g>\n";
     }
     out << "</g>\n<script><![CDATA[\n"
            "(function(){\n"
