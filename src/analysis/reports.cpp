@@ -118,8 +118,8 @@ std::string format_time(Timestamp ns)
 
 std::string thread_title(const Thread& thread)
 {
-    std::string title = "pid " + std::to_string(thread.key().pid) + " tid " +
-                        std::to_string(thread.key().tid);
+    std::string title =
+        "pid " + std::to_string(thread.key().pid) + " tid " + std::to_string(thread.key().tid);
     if (!thread.name().empty())
         title += " (" + thread.name() + ")";
     return title;
@@ -328,8 +328,8 @@ void ChromeWriter::finish(const StreamNamer& stream_name)
     for (const auto& [stream, gaps] : m_model.stream_gaps())
         for (const Gap& gap : gaps)
             notes.push_back("stream " + stream_name(stream) + ": " + gap_kind_name(gap.kind) +
-                            " (" + std::to_string(gap.count) + "), from " +
-                            format_time(gap.begin) + " to " + format_time(gap.end));
+                            " (" + std::to_string(gap.count) + "), from " + format_time(gap.begin) +
+                            " to " + format_time(gap.end));
     m_out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"origin\":"
           << json_string(format_time(m_origin)) << ",\"incomplete\":[";
     for (std::size_t i = 0; i < notes.size(); ++i)
@@ -346,7 +346,7 @@ struct Flame {
     Timestamp self = 0;
     std::uint64_t calls = 0;
     int depth = 0;
-    Timestamp x = 0;  // start, in ns from the left edge
+    Timestamp x = 0; // start, in ns from the left edge
     const char* kind = "py";
 };
 
@@ -361,7 +361,7 @@ std::string fit_label(const std::string& label, double width)
         return label;
     std::size_t cut = n - 2;
     while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80)
-        --cut;  // never inside a UTF-8 sequence
+        --cut; // never inside a UTF-8 sequence
     return label.substr(0, cut) + "..";
 }
 
@@ -438,8 +438,8 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
            ".f text{pointer-events:none;fill:#000}.f.m rect{fill:#e6f !important}"
            ".f:hover rect{stroke:#000}.b{cursor:pointer;fill:#06c}</style>\n"
         << "<rect width=\"100%\" height=\"100%\" fill=\"#fafafa\"/>\n"
-        << "<text x=\"600\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">"
-        << xml_text(title) << "</text>\n"
+        << "<text x=\"600\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">" << xml_text(title)
+        << "</text>\n"
         << "<text id=\"reset\" class=\"b\" x=\"10\" y=\"20\" display=\"none\">Reset zoom</text>\n"
         << "<text id=\"search\" class=\"b\" x=\"1190\" y=\"20\" text-anchor=\"end\">Search</text>\n"
         << "<text id=\"details\" x=\"10\" y=\"" << height - 8 << "\"> </text>\n"
@@ -460,16 +460,18 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
         const int py = height - 26 - (flame.depth + 1) * row;
         out << "<g class=\"f\" data-x=\"" << printf_string("%.9f", x) << "\" data-w=\""
             << printf_string("%.9f", w) << "\" data-d=\"" << flame.depth << "\" data-l=\""
-            << xml_text(flame.label) << "\"><title>" << xml_text(details)
-            << "</title><rect x=\"" << printf_string("%.2f", px) << "\" y=\"" << py
-            << "\" width=\"" << printf_string("%.2f", pw) << "\" height=\"" << row - 1
-            << "\" fill=\"" << flame_color(flame) << "\" rx=\"2\"/><text x=\""
-            << printf_string("%.2f", px + 3) << "\" y=\"" << py + row - 4 << "\">"
-            << xml_text(fit_label(flame.label, pw)) << "</text></g>\n";
+            << xml_text(flame.label) << "\"><title>" << xml_text(details) << "</title><rect x=\""
+            << printf_string("%.2f", px) << "\" y=\"" << py << "\" width=\""
+            << printf_string("%.2f", pw) << "\" height=\"" << row - 1 << "\" fill=\""
+            << flame_color(flame) << "\" rx=\"2\"/><text x=\"" << printf_string("%.2f", px + 3)
+            << "\" y=\"" << py + row - 4 << "\">" << xml_text(fit_label(flame.label, pw))
+            << "</text></g>\n";
     }
     out << "</g>\n<script><![CDATA[\n"
            "(function(){\n"
-           "var W=1200,P=10,R=" << row << ",B=" << height - 26 << ",zx=0,zw=1,zd=0,E=1e-9;\n"
+           "var W=1200,P=10,R="
+        << row << ",B=" << height - 26
+        << ",zx=0,zw=1,zd=0,E=1e-9;\n"
            "var gs=[].slice.call(document.querySelectorAll('g.f'));\n"
            "var det=document.getElementById('details'),rst=document.getElementById('reset');\n"
            "function num(g,k){return +g.getAttribute('data-'+k);}\n"

@@ -24,7 +24,7 @@ const char* gap_kind_name(GapKind kind) noexcept
 
 Thread::Thread(ThreadKey key) : m_key(key)
 {
-    m_nodes.emplace_back();  // the root
+    m_nodes.emplace_back(); // the root
 }
 
 std::uint32_t Thread::child_node(std::uint32_t parent, FrameId id)
@@ -277,8 +277,7 @@ std::string StackModel::label(FrameId id) const
     if (const CodeInfo* info = code(id.value))
         return info->module + ':' + info->qualname;
     char text[40];
-    std::snprintf(text, sizeof text, "<unknown 0x%llx>",
-                  static_cast<unsigned long long>(id.value));
+    std::snprintf(text, sizeof text, "<unknown 0x%llx>", static_cast<unsigned long long>(id.value));
     return text;
 }
 

@@ -76,9 +76,9 @@ struct CodeInfo {
 struct Frame {
     FrameId id;
     Timestamp begin = 0;
-    Timestamp child_ns = 0;  // time of the closed children, clipped to the window
-    std::uint32_t node = 0;  // its node in the thread's calling context tree
-    std::uint32_t line = 0;  // the line running now (0: none seen yet)
+    Timestamp child_ns = 0; // time of the closed children, clipped to the window
+    std::uint32_t node = 0; // its node in the thread's calling context tree
+    std::uint32_t line = 0; // the line running now (0: none seen yet)
     Timestamp line_begin = 0;
 };
 
@@ -87,17 +87,17 @@ struct ContextNode {
     FrameId id;
     std::uint32_t parent = 0;
     std::uint64_t calls = 0;
-    Timestamp total_ns = 0;  // inclusive time
-    Timestamp self_ns = 0;   // inclusive time minus the children's
+    Timestamp total_ns = 0; // inclusive time
+    Timestamp self_ns = 0;  // inclusive time minus the children's
     std::vector<std::uint32_t> children;
 };
 
 // Why a part of a thread's history is not exact.
 enum class GapKind {
-    unmatched_return,    // returns with no open frame: the trace started mid-call
-    mismatched_return,   // a return named a deeper frame: the frames above it were closed then
-    open_at_end,         // frames still open at the end, closed at the thread's last event
-    discarded_events,    // the tracer lost events in this window (stream-wide)
+    unmatched_return,  // returns with no open frame: the trace started mid-call
+    mismatched_return, // a return named a deeper frame: the frames above it were closed then
+    open_at_end,       // frames still open at the end, closed at the thread's last event
+    discarded_events,  // the tracer lost events in this window (stream-wide)
 };
 
 // Returns a short lower-case name for a gap kind ("unmatched return", ...). noexcept.
@@ -108,13 +108,13 @@ struct Gap {
     GapKind kind = GapKind::unmatched_return;
     Timestamp begin = 0;
     Timestamp end = 0;
-    std::uint64_t count = 0;  // events or frames concerned (0 when unknown)
+    std::uint64_t count = 0; // events or frames concerned (0 when unknown)
 };
 
 // Per-function statistics, cProfile's columns.
 struct FunctionStats {
     std::uint64_t calls = 0;
-    Timestamp total_ns = 0;  // inclusive time, counting only the outermost of recursive calls
+    Timestamp total_ns = 0; // inclusive time, counting only the outermost of recursive calls
     Timestamp self_ns = 0;
 };
 
@@ -190,8 +190,8 @@ private:
     std::vector<Frame> m_frames;
     std::vector<ContextNode> m_nodes;
     std::unordered_map<ChildKey, std::uint32_t, ChildKeyHash> m_child_index;
-    std::unordered_map<FrameId, std::uint32_t, FrameIdHash> m_active;  // open frames per id
-    Frame m_orphan;  // the line slot of code running below the first frame seen (mid-call)
+    std::unordered_map<FrameId, std::uint32_t, FrameIdHash> m_active; // open frames per id
+    Frame m_orphan; // the line slot of code running below the first frame seen (mid-call)
     std::vector<Gap> m_gaps;
     Timestamp m_first_ts = 0;
     Timestamp m_last_ts = 0;
@@ -307,7 +307,7 @@ private:
     std::unordered_map<std::uint64_t, CodeInfo> m_codes;
     std::unordered_map<std::string, std::uint64_t> m_c_index;
     std::vector<std::string> m_c_labels;
-    std::string m_c_key;  // reused buffer: no allocation per C call once warm
+    std::string m_c_key; // reused buffer: no allocation per C call once warm
     std::unordered_map<ThreadKey, std::unique_ptr<Thread>, ThreadKeyHash> m_threads;
     std::unordered_map<std::uint64_t, std::vector<Thread*>> m_stream_threads;
     std::unordered_map<std::uint64_t, std::vector<Gap>> m_stream_gaps;

@@ -11,7 +11,7 @@ using namespace pyust::analysis;
 
 namespace {
 
-constexpr std::uint64_t main_id = 0x0000006400000001ULL;  // pid 100, seq 1
+constexpr std::uint64_t main_id = 0x0000006400000001ULL; // pid 100, seq 1
 constexpr std::uint64_t foo_id = 0x0000006400000002ULL;
 constexpr std::uint64_t bar_id = 0x0000006400000003ULL;
 constexpr ThreadKey thread_a{100, 100};
@@ -127,8 +127,8 @@ TEST_CASE("a trace that starts mid-call never goes below depth zero and says whe
     Feeder f;
     f.call(5, bar_id);
     f.ret(8, bar_id);
-    f.ret(10, foo_id);   // foo was running before the trace started
-    f.ret(12, main_id);  // and so was <module>
+    f.ret(10, foo_id);  // foo was running before the trace started
+    f.ret(12, main_id); // and so was <module>
     CHECK(f.thread().depth() == 0);
     f.call(20, foo_id);
     f.ret(30, foo_id);
@@ -148,7 +148,7 @@ TEST_CASE("frames still open at the end close at the thread's last event")
     f.call(0, main_id);
     f.call(10, foo_id);
     f.call(15, bar_id, thread_b);
-    f.at(40);  // some other event of thread a
+    f.at(40); // some other event of thread a
     f.model.finish();
     CHECK(f.tree() ==
           std::vector<std::string>{"__main__:<module> 1 40 10", "  __main__:foo 1 30 30"});
@@ -165,7 +165,7 @@ TEST_CASE("a return of an outer frame closes the frames above it and records it"
     Feeder f;
     f.call(0, main_id);
     f.call(10, foo_id);
-    f.call(20, bar_id);  // its return is lost
+    f.call(20, bar_id); // its return is lost
     f.ret(30, foo_id);
     CHECK(f.thread().depth() == 1);
     f.ret(40, main_id);
@@ -180,7 +180,7 @@ TEST_CASE("a return of an outer frame closes the frames above it and records it"
 TEST_CASE("C calls nest inside Python frames and a stray c_return is a gap")
 {
     Feeder f;
-    f.model.on_c_return(f.at(1));  // started inside a C call
+    f.model.on_c_return(f.at(1)); // started inside a C call
     f.call(2, foo_id);
     f.model.on_c_call(f.at(3), "len", "builtins");
     CHECK(stack_labels(f.model, f.thread()) ==
@@ -264,8 +264,7 @@ TEST_CASE("a window clips frame times and drops what lies outside")
     f.ret(25, bar_id);
     f.ret(40, main_id);
     f.model.finish();
-    CHECK(f.tree() == std::vector<std::string>{"__main__:<module> 1 20 15",
-                                               "  __main__:foo 0 0 0",
+    CHECK(f.tree() == std::vector<std::string>{"__main__:<module> 1 20 15", "  __main__:foo 0 0 0",
                                                "  pkg.mod:Bar.run 1 5 5"});
 }
 

@@ -210,9 +210,9 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
                       std::string(event.file), static_cast<std::uint32_t>(event.number));
         break;
     case PythonKind::thread:
-        model.on_thread_name(analysis::ThreadKey{event.key.pid,
-                                                 static_cast<std::int64_t>(event.number)},
-                             std::string(event.name));
+        model.on_thread_name(
+            analysis::ThreadKey{event.key.pid, static_cast<std::int64_t>(event.number)},
+            std::string(event.name));
         break;
     case PythonKind::process:
     case PythonKind::other:

@@ -32,14 +32,14 @@ enum class PythonKind : std::uint8_t {
 // long as the message.
 struct PythonEvent {
     PythonKind kind = PythonKind::other;
-    analysis::ThreadKey key;     // vpid and vtid of the emitting thread
-    analysis::Timestamp ts = 0;  // ns from origin (0 when the stream has no clock)
-    std::uint64_t stream = 0;    // the reader's index of the event's stream
-    std::uint64_t id = 0;        // code id (code, call, return, line)
-    std::uint64_t number = 0;    // line (line), first_line (code), tid (thread)
-    std::string_view name;       // call: name; c_call: name; code: qualname; thread: name
-    std::string_view owner;      // c_call: owner; code: module
-    std::string_view file;       // code: file
+    analysis::ThreadKey key;    // vpid and vtid of the emitting thread
+    analysis::Timestamp ts = 0; // ns from origin (0 when the stream has no clock)
+    std::uint64_t stream = 0;   // the reader's index of the event's stream
+    std::uint64_t id = 0;       // code id (code, call, return, line)
+    std::uint64_t number = 0;   // line (line), first_line (code), tid (thread)
+    std::string_view name;      // call: name; c_call: name; code: qualname; thread: name
+    std::string_view owner;     // c_call: owner; code: module
+    std::string_view file;      // code: file
 };
 
 class EventReader {
@@ -79,13 +79,13 @@ public:
 
 private:
     struct Member {
-        int index = -1;  // -1: absent
+        int index = -1; // -1: absent
         bool is_signed = false;
     };
     struct ClassInfo {
         PythonKind kind = PythonKind::other;
         bool has_clock = false;
-        bool is_context_specific = false;  // vpid/vtid in the specific context, not the common
+        bool is_context_specific = false; // vpid/vtid in the specific context, not the common
         Member vpid, vtid;
         Member id, number, name, owner, file;
     };

@@ -71,8 +71,7 @@ private:
 
 ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m_self(self)
 {
-    check_known_params(params, {"format", "output", "pid", "tid", "begin", "end",
-                                "min-duration"});
+    check_known_params(params, {"format", "output", "pid", "tid", "begin", "end", "min-duration"});
     if (const auto format = string_param(params, "format"))
         m_format = parse_format(*format);
     m_pid = int_param(params, "pid");
@@ -230,9 +229,9 @@ CauseSink cause_of(bt_self_component_sink* self) noexcept
 
 } // namespace
 
-bt_component_class_initialize_method_status initialize(
-    bt_self_component_sink* self, bt_self_component_sink_configuration*, const bt_value* params,
-    void*) noexcept
+bt_component_class_initialize_method_status initialize(bt_self_component_sink* self,
+                                                       bt_self_component_sink_configuration*,
+                                                       const bt_value* params, void*) noexcept
 {
     return guard(cause_of(self), "Cannot initialize sink.pyust.report",
                  BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR,
@@ -244,8 +243,8 @@ bt_component_class_initialize_method_status initialize(
                  });
 }
 
-bt_component_class_sink_graph_is_configured_method_status graph_is_configured(
-    bt_self_component_sink* self) noexcept
+bt_component_class_sink_graph_is_configured_method_status
+graph_is_configured(bt_self_component_sink* self) noexcept
 {
     return guard(cause_of(self), "Cannot connect sink.pyust.report",
                  BT_COMPONENT_CLASS_SINK_GRAPH_IS_CONFIGURED_METHOD_STATUS_ERROR,

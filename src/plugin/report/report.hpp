@@ -20,13 +20,13 @@
 namespace pyust::plugin::report {
 
 // Checks the parameters, opens the output and adds the input port "in".
-bt_component_class_initialize_method_status initialize(
-    bt_self_component_sink* self, bt_self_component_sink_configuration* configuration,
-    const bt_value* params, void* data) noexcept;
+bt_component_class_initialize_method_status
+initialize(bt_self_component_sink* self, bt_self_component_sink_configuration* configuration,
+           const bt_value* params, void* data) noexcept;
 
 // Creates the upstream message iterator.
-bt_component_class_sink_graph_is_configured_method_status graph_is_configured(
-    bt_self_component_sink* self) noexcept;
+bt_component_class_sink_graph_is_configured_method_status
+graph_is_configured(bt_self_component_sink* self) noexcept;
 
 // Consumes one batch of messages; writes the report when upstream ends.
 bt_component_class_sink_consume_method_status consume(bt_self_component_sink* self) noexcept;

@@ -44,8 +44,8 @@ ClockClassRef copy_clock_class(bt_self_component* self, const bt_clock_class* up
 // The companion stream class (and its one event class) for upstream streams with a given
 // default clock class (or none).
 struct CompanionClass {
-    bt_stream_class* stream_class = nullptr;  // owned by the trace class
-    bt_event_class* event_class = nullptr;    // owned by the stream class
+    bt_stream_class* stream_class = nullptr; // owned by the trace class
+    bt_event_class* event_class = nullptr;   // owned by the stream class
 };
 
 // What we create for one upstream trace class.
@@ -68,8 +68,7 @@ public:
 
     // Fills messages with up to capacity messages. Throws Error, BtError, std::bad_alloc.
     bt_message_iterator_class_next_method_status next(bt_message_array_const messages,
-                                                      std::uint64_t capacity,
-                                                      std::uint64_t* count);
+                                                      std::uint64_t capacity, std::uint64_t* count);
 
 private:
     void process(const bt_message* message);
@@ -86,7 +85,7 @@ private:
     bt_self_message_iterator* m_self;
     bt_self_component* m_component;
     MessageIteratorRef m_upstream;
-    std::deque<const bt_message*> m_queue;  // owned references, in output order
+    std::deque<const bt_message*> m_queue; // owned references, in output order
     bool m_is_upstream_ended = false;
     EventReader m_reader;
     analysis::StackModel m_model;
@@ -115,8 +114,8 @@ StacksIterator::~StacksIterator()
         bt_message_put_ref(message);
 }
 
-bt_message_iterator_class_next_method_status StacksIterator::next(
-    bt_message_array_const messages, std::uint64_t capacity, std::uint64_t* count)
+bt_message_iterator_class_next_method_status
+StacksIterator::next(bt_message_array_const messages, std::uint64_t capacity, std::uint64_t* count)
 {
     while (m_queue.empty()) {
         if (m_is_upstream_ended)
@@ -163,7 +162,7 @@ void StacksIterator::process(const bt_message* message)
         if (!m_reader.decode(message, m_event))
             return;
         if (m_event.kind == PythonKind::code)
-            m_labels.clear();  // a registration may rename a cached label
+            m_labels.clear(); // a registration may rename a cached label
         analysis::Thread& thread = m_model.thread_at(m_event.key, m_event.ts, m_event.stream);
         // A return shows the stack it leaves (the returning frame innermost), or
         // "<unmatched>" when no open frame matches it (called before the trace started, or its
@@ -229,12 +228,11 @@ void StacksIterator::annotate(const bt_message* message, std::size_t depth,
     if (depth == 0 && is_return)
         m_stack = "<unmatched>";
     bt_message* created =
-        out.has_clock
-            ? bt_message_event_create_with_default_clock_snapshot(
-                  m_self, out.event_class, out.stream.get(),
-                  bt_clock_snapshot_get_value(
-                      bt_message_event_borrow_default_clock_snapshot_const(message)))
-            : bt_message_event_create(m_self, out.event_class, out.stream.get());
+        out.has_clock ? bt_message_event_create_with_default_clock_snapshot(
+                            m_self, out.event_class, out.stream.get(),
+                            bt_clock_snapshot_get_value(
+                                bt_message_event_borrow_default_clock_snapshot_const(message)))
+                      : bt_message_event_create(m_self, out.event_class, out.stream.get());
     MessageRef stack_message(check_new(created, "Cannot create a stack event message"));
     bt_field* payload = bt_event_borrow_payload_field(bt_message_event_borrow_event(created));
     bt_field_integer_unsigned_set_value(bt_field_structure_borrow_member_field_by_index(payload, 0),
@@ -248,8 +246,8 @@ void StacksIterator::annotate(const bt_message* message, std::size_t depth,
 CompanionClass& StacksIterator::companion_class(const bt_stream* upstream)
 {
     const bt_stream_class* upstream_class = bt_stream_borrow_class_const(upstream);
-    const bt_trace_class* upstream_trace_class = bt_stream_class_borrow_trace_class_const(
-        upstream_class);
+    const bt_trace_class* upstream_trace_class =
+        bt_stream_class_borrow_trace_class_const(upstream_class);
     OutTraceClass& out = m_trace_classes[upstream_trace_class];
     if (!out.trace_class)
         out.trace_class.reset(check_new(bt_trace_class_create(m_component),
@@ -270,8 +268,8 @@ CompanionClass& StacksIterator::companion_class(const bt_stream* upstream)
         check(bt_stream_class_set_default_clock_class(stream_class, clock.get()),
               "Cannot set the stack events' clock class");
     }
-    bt_event_class* event_class = check_new(bt_event_class_create(stream_class),
-                                            "Cannot create the pyust:stack event class");
+    bt_event_class* event_class =
+        check_new(bt_event_class_create(stream_class), "Cannot create the pyust:stack event class");
     check(bt_event_class_set_name(event_class, "pyust:stack"),
           "Cannot name the pyust:stack event class");
     bt_trace_class* trace_class = out.trace_class.get();
@@ -310,9 +308,9 @@ bt_trace* StacksIterator::out_trace(const bt_trace* upstream, bt_trace_class* tr
                                                          bt_value_integer_signed_get(value)),
                   "Cannot copy a trace environment entry");
         else if (bt_value_is_string(value))
-            check(bt_trace_set_environment_entry_string(out.get(), name,
-                                                        bt_value_string_get(value)),
-                  "Cannot copy a trace environment entry");
+            check(
+                bt_trace_set_environment_entry_string(out.get(), name, bt_value_string_get(value)),
+                "Cannot copy a trace environment entry");
     }
     return out.get();
 }
@@ -359,9 +357,9 @@ StacksIterator* iterator_of(bt_self_message_iterator* self) noexcept
 
 } // namespace
 
-bt_component_class_initialize_method_status initialize(
-    bt_self_component_filter* self, bt_self_component_filter_configuration*,
-    const bt_value* params, void*) noexcept
+bt_component_class_initialize_method_status initialize(bt_self_component_filter* self,
+                                                       bt_self_component_filter_configuration*,
+                                                       const bt_value* params, void*) noexcept
 {
     const CauseSink cause(bt_self_component_filter_as_self_component(self));
     return guard(cause, "Cannot initialize filter.pyust.stacks",
@@ -376,9 +374,9 @@ bt_component_class_initialize_method_status initialize(
                  });
 }
 
-bt_message_iterator_class_initialize_method_status iterator_initialize(
-    bt_self_message_iterator* self, bt_self_message_iterator_configuration*,
-    bt_self_component_port_output*) noexcept
+bt_message_iterator_class_initialize_method_status
+iterator_initialize(bt_self_message_iterator* self, bt_self_message_iterator_configuration*,
+                    bt_self_component_port_output*) noexcept
 {
     const CauseSink cause(self);
     return guard(cause, "Cannot initialize the message iterator of filter.pyust.stacks",

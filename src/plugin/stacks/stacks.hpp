@@ -18,14 +18,15 @@
 namespace pyust::plugin::stacks {
 
 // Component initialization: one input port "in", one output port "out"; no parameter.
-bt_component_class_initialize_method_status initialize(
-    bt_self_component_filter* self, bt_self_component_filter_configuration* configuration,
-    const bt_value* params, void* data) noexcept;
+bt_component_class_initialize_method_status
+initialize(bt_self_component_filter* self, bt_self_component_filter_configuration* configuration,
+           const bt_value* params, void* data) noexcept;
 
 // Message iterator initialization: creates the upstream iterator on port "in".
-bt_message_iterator_class_initialize_method_status iterator_initialize(
-    bt_self_message_iterator* self, bt_self_message_iterator_configuration* configuration,
-    bt_self_component_port_output* port) noexcept;
+bt_message_iterator_class_initialize_method_status
+iterator_initialize(bt_self_message_iterator* self,
+                    bt_self_message_iterator_configuration* configuration,
+                    bt_self_component_port_output* port) noexcept;
 
 // Returns the next messages: the upstream's, each python:* event followed by its stack event.
 bt_message_iterator_class_next_method_status iterator_next(bt_self_message_iterator* self,
