@@ -163,6 +163,8 @@ void write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
 {
     std::uint64_t hidden = 0;
     for (const Thread* thread : model.threads()) {
+        if (thread->event_count() == 0)
+            continue; // only named by a python:thread event
         const auto& nodes = thread->nodes();
         Timestamp total = 0;
         for (const std::uint32_t child : nodes[0].children)
