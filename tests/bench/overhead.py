@@ -1,0 +1,662 @@
+#!/usr/bin/env python3
+"""pyust's overhead benchmark: how much a complete call/return trace costs.
+
+    python3 tests/bench/overhead.py [--rounds N] [--json FILE] [--quick]
+
+Runs the workloads of workloads.py (W1 call-heavy, W3 mixed) in these modes:
+
+  untraced            the workload alone
+  empty-hook          an empty C profile function (PyEval_SetProfile), the
+                      floor every C-level profiler pays on CPython <= 3.11;
+                      compiled on the fly, skipped without a C compiler
+  cprofile            cProfile.Profile enabled around the workload
+  pyust-dormant       pyust.start() with no LTTng session listening: the hook
+                      runs, every tracepoint is disabled (the hook's own cost)
+  pyust               a real LTTng session records python:* with the contexts
+                      vpid, vtid, procname (what `pyust run` records)
+
+Each measurement is one fresh interpreter (this file with --child) that warms
+the workload up, then times the workload alone with time.perf_counter. Rounds
+are interleaved (every mode once per round, in a rotating order) and the table
+shows medians, the ratio to the untraced median of the same run, and pyust
+against cProfile. For every pyust run it also reports the events the hook
+handed to LTTng (pyust.emitted_events()), those LTTng discarded (the
+channel's discarded_events after `lttng stop`), and the trace's size.
+
+Sessions are named pyust-bench-<pid>-<n>, destroyed however the run ends, and
+their trace directories deleted. Needs a reachable lttng-sessiond (as root:
+`lttng-sessiond --daemonize`). Other sessions enabling python:* at the same
+time would record this benchmark's children too: the script warns about them.
+
+To profile one mode, run a single measurement under a profiler, e.g.
+    overhead.py --rounds 1 --modes pyust --workloads W1 --child-prefix 'perf record -g -o p.data'
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+MODES = ("untraced", "empty-hook", "cprofile", "pyust-dormant", "pyust")
+LABELS = {
+    "untraced": "untraced",
+    "empty-hook": "empty C hook (floor)",
+    "cprofile": "cProfile",
+    "pyust-dormant": "pyust, no session",
+    "pyust": "pyust (LTTng session)",
+}
+WORKLOADS = ("W1", "W3")
+CONTEXTS = ("vpid", "vtid", "procname")
+CHANNEL = "bench"
+WARM_UP_SCALE = 0.02
+QUICK_SCALE = 0.25
+QUICK_ROUNDS = 2
+
+_MI = "{https://lttng.org/xml/ns/lttng-mi}"
+
+EMPTY_HOOK_MODULE = "_bench_empty_hook"
+EMPTY_HOOK_SOURCE = r"""
+#include <Python.h>
+static int empty(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) { return 0; }
+static PyObject *start(PyObject *m, PyObject *a) { PyEval_SetProfile(empty, NULL); Py_RETURN_NONE; }
+static PyObject *stop(PyObject *m, PyObject *a) { PyEval_SetProfile(NULL, NULL); Py_RETURN_NONE; }
+static PyMethodDef methods[] = {
+    {"start", start, METH_NOARGS, ""}, {"stop", stop, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bench_empty_hook", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__bench_empty_hook(void) { return PyModule_Create(&module); }
+"""
+
+
+class BenchError(Exception):
+    """The benchmark cannot run; the message says what to fix."""
+
+
+# --- the child: one measurement ----------------------------------------------
+
+
+def child_main(mode: str, workload: str, scale: float) -> None:
+    """Runs one workload once in this interpreter and prints a JSON line."""
+    sys.path.insert(0, HERE)
+    import workloads
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    function = workloads.WORKLOADS[workload]
+    # Warm-up: imports, compiled regular expressions, caches, code objects'
+    # specialisation all happen before the measurement, in every mode.
+    function(WARM_UP_SCALE)
+    result: dict = {"mode": mode, "workload": workload, "scale": scale}
+    # Each mode is a pair of calls put around the measurement, never inside it.
+    if mode == "untraced":
+        enable = disable = lambda: None
+    elif mode == "empty-hook":
+        sys.path.insert(0, os.environ["PYUST_BENCH_HOOK_DIR"])
+        hook = __import__(EMPTY_HOOK_MODULE)
+        enable, disable = hook.start, hook.stop
+    elif mode == "cprofile":
+        import cProfile
+
+        profiler = cProfile.Profile()
+        enable, disable = profiler.enable, profiler.disable
+    elif mode in ("pyust", "pyust-dormant"):
+        import pyust
+
+        # start() loads the native hook, which registers with the session
+        # daemon and receives the enabled events before it returns.
+        enable, disable = pyust.start, pyust.stop
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    enable()
+    t0, c0 = time.perf_counter(), time.thread_time()
+    checksum = function(scale)
+    t1, c1 = time.perf_counter(), time.thread_time()
+    disable()
+    if mode.startswith("pyust"):
+        result["emitted"] = pyust.emitted_events()
+    result["seconds"] = t1 - t0
+    result["cpu_seconds"] = c1 - c0
+    result["checksum"] = checksum
+    print("PYUST-BENCH " + json.dumps(result), flush=True)
+
+
+# --- LTTng sessions through the lttng command ----------------------------------
+
+
+def lttng(args: list, *, mi: bool = False, timeout: float = 600) -> str:
+    """Runs `lttng [--mi xml] ARGS`; returns its output, raises BenchError."""
+    command = ["lttng"] + (["--mi", "xml"] if mi else []) + args
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise BenchError("lttng is not installed: apt-get install lttng-tools") from None
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"`{shlex.join(command)}` did not answer in {timeout:.0f} s") from None
+    if done.returncode != 0:
+        text = (done.stderr.strip() or done.stdout.strip()).splitlines()
+        raise BenchError(f"`{shlex.join(command)}` failed: {text[-1] if text else done.returncode}")
+    return done.stdout
+
+
+def check_sessiond() -> None:
+    """Raises BenchError when no session daemon is reachable."""
+    try:
+        lttng(["list"], mi=True, timeout=60)
+    except BenchError as error:
+        if "session daemon" in str(error).lower():
+            raise BenchError("no LTTng session daemon is reachable: start one with "
+                             "`lttng-sessiond --daemonize`") from None
+        raise
+
+
+def _records_python(name: str) -> bool:
+    try:
+        root = ElementTree.fromstring(lttng(["list", name], mi=True, timeout=60))
+    except (BenchError, ElementTree.ParseError):
+        return False  # gone in the meantime
+    for domain in root.iter(_MI + "domain"):
+        if domain.findtext(_MI + "type") != "UST":
+            continue
+        for event in domain.iter(_MI + "event"):
+            name_ = event.findtext(_MI + "name") or ""
+            if event.findtext(_MI + "enabled") == "true" and (
+                    name_.startswith("python") or name_.startswith("*")):
+                return True
+    return False
+
+
+def foreign_sessions(own_prefix: str) -> list:
+    """Active sessions, other than ours, that enable python events: they
+    would record (and slow down) this benchmark's children too, the
+    "no session" mode included."""
+    root = ElementTree.fromstring(lttng(["list"], mi=True, timeout=60))
+    names = []
+    for session in root.iter(_MI + "session"):
+        name = session.findtext(_MI + "name") or ""
+        if (session.findtext(_MI + "enabled") == "true" and not name.startswith(own_prefix)
+                and _records_python(name)):
+            names.append(name)
+    return names
+
+
+class Session:
+    """One benchmark session: python:* with the contexts of `pyust run`."""
+
+    def __init__(self, name: str, output: str, subbuf_size: str, num_subbuf: int,
+                 events: str = "python:*", contexts: tuple = CONTEXTS) -> None:
+        self.name = name
+        self.output = output
+        self.is_created = False
+        lttng(["create", name, "--output", output])
+        self.is_created = True
+        lttng(["enable-channel", "--userspace", "--session", name, "--subbuf-size", subbuf_size,
+               "--num-subbuf", str(num_subbuf), CHANNEL])
+        lttng(["enable-event", "--userspace", "--session", name, "--channel", CHANNEL, events])
+        types = []
+        for context in contexts:
+            types += ["--type", context]
+        if types:
+            lttng(["add-context", "--userspace", "--session", name, "--channel", CHANNEL] + types)
+
+    def start(self) -> None:
+        lttng(["start", self.name])
+
+    def stop(self) -> None:
+        lttng(["stop", self.name])
+
+    def counters(self) -> dict:
+        """discarded_events and lost_packets summed over the session's channels."""
+        root = ElementTree.fromstring(lttng(["list", self.name], mi=True))
+        totals = {"discarded": 0, "lost_packets": 0}
+        for node in root.iter(_MI + "discarded_events"):
+            totals["discarded"] += int(node.text or 0)
+        for node in root.iter(_MI + "lost_packets"):
+            totals["lost_packets"] += int(node.text or 0)
+        return totals
+
+    def destroy(self) -> None:
+        if self.is_created:
+            self.is_created = False
+            lttng(["destroy", self.name])
+
+
+def tree_size(path: str) -> int:
+    total = 0
+    for directory, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(directory, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def count_recorded(trace: str) -> int | None:
+    """Events in the trace, by babeltrace2's counter sink (slow: --verify)."""
+    if shutil.which("babeltrace2") is None:
+        return None
+    done = subprocess.run(["babeltrace2", trace, "--component=sink.utils.counter"],
+                          capture_output=True, text=True)
+    count = None  # the sink prints running totals: the last one is the total
+    for line in done.stdout.splitlines():
+        words = line.split()
+        if words[1:] == ["Event", "messages"] and words[0].isdigit():
+            count = int(words[0])
+    return count
+
+
+# --- the parent: rounds, modes, report ---------------------------------------
+
+
+def build_empty_hook(python: str, directory: str) -> str | None:
+    """Compiles the empty-hook extension for `python` into directory;
+    returns why not (no compiler, no headers), or None when it is built."""
+    query = ("import sysconfig; print(sysconfig.get_paths()['include']); "
+             "print(sysconfig.get_config_var('EXT_SUFFIX')); "
+             "print(sysconfig.get_config_var('CC') or 'cc')")
+    done = subprocess.run([python, "-c", query], capture_output=True, text=True)
+    if done.returncode != 0:
+        return "cannot ask the interpreter for its headers"
+    include, suffix, cc = done.stdout.splitlines()[:3]
+    compiler = shlex.split(cc)[:1] or ["cc"]
+    if shutil.which(compiler[0]) is None:
+        return f"no C compiler ({compiler[0]})"
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        return f"no Python.h in {include}"
+    source = os.path.join(directory, EMPTY_HOOK_MODULE + ".c")
+    with open(source, "w") as stream:
+        stream.write(EMPTY_HOOK_SOURCE)
+    target = os.path.join(directory, EMPTY_HOOK_MODULE + suffix)
+    done = subprocess.run(compiler + ["-O2", "-shared", "-fPIC", "-I", include, source, "-o",
+                                      target], capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"the compiler failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    return None
+
+
+class Runner:
+    def __init__(self, options: argparse.Namespace) -> None:
+        self.options = options
+        self.session_count = 0
+        self.prefix = f"pyust-bench-{os.getpid()}-"
+        self.is_waiting = False
+        self.work_dir = tempfile.mkdtemp(prefix="pyust-bench-", dir=options.trace_dir)
+        self.env = dict(os.environ)
+        if options.pyust_path:
+            self.env["PYTHONPATH"] = os.pathsep.join(
+                [options.pyust_path] + [p for p in [self.env.get("PYTHONPATH")] if p])
+
+    def close(self) -> None:
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def prepare_empty_hook(self) -> str | None:
+        hook_dir = os.path.join(self.work_dir, "empty-hook")
+        os.mkdir(hook_dir)
+        self.env["PYUST_BENCH_HOOK_DIR"] = hook_dir
+        return build_empty_hook(self.options.python, hook_dir)
+
+    def child(self, mode: str, workload: str) -> dict:
+        command = [self.options.python, os.path.abspath(__file__), "--child", mode, workload,
+                   str(self.options.scale)]
+        command = shlex.split(self.options.child_prefix) + command
+        done = subprocess.run(command, capture_output=True, text=True, env=self.env)
+        for line in done.stdout.splitlines():
+            if line.startswith("PYUST-BENCH "):
+                if done.returncode == 0:
+                    return json.loads(line[len("PYUST-BENCH "):])
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise BenchError(f"the {mode} {workload} child failed (status {done.returncode}):\n{tail}")
+
+    def wait_until_alone(self) -> list:
+        """Waits (up to --wait-quiet seconds) until no other session records
+        python events; returns those still recording."""
+        deadline = time.monotonic() + self.options.wait_quiet
+        while True:
+            others = foreign_sessions(self.prefix)
+            if not others or time.monotonic() >= deadline:
+                break
+            if not self.is_waiting:
+                print(f"waiting for other sessions recording python:* to end: "
+                      f"{', '.join(others)}", file=sys.stderr, flush=True)
+                self.is_waiting = True
+            time.sleep(1.0)
+        self.is_waiting = False
+        if others:
+            print(f"warning: sessions {', '.join(others)} record python:* too: this run "
+                  "is marked foreign_sessions", file=sys.stderr, flush=True)
+        return others
+
+    def measure(self, mode: str, workload: str) -> dict:
+        if not mode.startswith("pyust"):
+            return self.child(mode, workload)
+        others = self.wait_until_alone()
+        if mode == "pyust-dormant":
+            result = self.child(mode, workload)
+            result["foreign_sessions"] = sorted(set(others + foreign_sessions(self.prefix)))
+            return result
+        self.session_count += 1
+        name = f"{self.prefix}{self.session_count}"
+        output = os.path.join(self.work_dir, name)
+        session = None
+        try:
+            session = Session(name, output, self.options.subbuf_size, self.options.num_subbuf,
+                              self.options.events, self.options.contexts)
+            session.start()
+            result = self.child(mode, workload)
+            t0 = time.perf_counter()
+            session.stop()
+            result["foreign_sessions"] = sorted(set(others + foreign_sessions(self.prefix)))
+            result["stop_seconds"] = time.perf_counter() - t0
+            result.update(session.counters())
+            result["recorded"] = result["emitted"] - result["discarded"]
+            result["trace_bytes"] = tree_size(output)
+            if self.options.verify:
+                result["counted"] = count_recorded(output)
+            return result
+        finally:
+            try:
+                if session is not None:
+                    session.destroy()
+                else:  # create itself failed half-way: make sure nothing stays
+                    subprocess.run(["lttng", "destroy", name], capture_output=True)
+            finally:
+                shutil.rmtree(output, ignore_errors=True)
+
+
+def machine_info(python: str) -> dict:
+    """The machine and the children's interpreter, for the report."""
+    model = "?"
+    try:
+        with open("/proc/cpuinfo") as stream:
+            for line in stream:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        lttng_version = subprocess.run(["lttng", "--version"], capture_output=True,
+                                       text=True).stdout.strip()
+    except OSError:
+        lttng_version = "?"
+    query = "import platform; print(platform.python_version(), platform.python_implementation())"
+    version = subprocess.run([python, "-c", query], capture_output=True, text=True).stdout.split()
+    return {
+        "cpu_model": model,
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "python": version[0] if version else "?",
+        "python_implementation": version[1] if len(version) > 1 else "?",
+        "python_executable": python,
+        "kernel": platform.release(),
+        "lttng": lttng_version,
+    }
+
+
+def summarise(results: list, modes: list, workloads: list) -> dict:
+    summary: dict = {}
+    for workload in workloads:
+        rows: dict = {}
+        for mode in modes:
+            runs = [r for r in results if r["workload"] == workload and r["mode"] == mode]
+            if not runs:
+                continue
+            seconds = [r["seconds"] for r in runs]
+            row = {
+                "median_cpu_s": statistics.median(r["cpu_seconds"] for r in runs),
+                "median_s": statistics.median(seconds),
+                "min_s": min(seconds),
+                "max_s": max(seconds),
+                "runs": len(runs),
+                "runs_with_foreign_sessions": sum(bool(r.get("foreign_sessions")) for r in runs),
+            }
+            if "emitted" in runs[0]:
+                row["emitted_median"] = statistics.median(r["emitted"] for r in runs)
+            if mode == "pyust":
+                row["discarded_total"] = sum(r["discarded"] for r in runs)
+                row["recorded_median"] = statistics.median(r["recorded"] for r in runs)
+                row["trace_bytes_median"] = statistics.median(r["trace_bytes"] for r in runs)
+            rows[mode] = row
+        base = rows.get("untraced", {}).get("median_s")
+        cpu_base = rows.get("untraced", {}).get("median_cpu_s")
+        for mode, row in rows.items():
+            if base:
+                row["ratio"] = row["median_s"] / base
+                row["cpu_ratio"] = row["median_cpu_s"] / cpu_base
+        entry: dict = {"modes": rows}
+        if "pyust" in rows and "cprofile" in rows:
+            entry["pyust_vs_cprofile"] = rows["pyust"]["median_s"] / rows["cprofile"]["median_s"]
+            entry["pyust_vs_cprofile_cpu"] = (rows["pyust"]["median_cpu_s"]
+                                              / rows["cprofile"]["median_cpu_s"])
+        if base:
+            for mode in ("pyust-dormant", "pyust"):
+                row = rows.get(mode)
+                if row and row.get("emitted_median"):
+                    row["ns_per_event_over_untraced"] = (
+                        (row["median_s"] - base) / row["emitted_median"] * 1e9)
+                    row["cpu_ns_per_event_over_untraced"] = (
+                        (row["median_cpu_s"] - cpu_base) / row["emitted_median"] * 1e9)
+        if "pyust" in rows and "pyust-dormant" in rows and rows["pyust"].get("emitted_median"):
+            # What recording costs on top of the hook: LTTng's share per event.
+            events = rows["pyust"]["emitted_median"]
+            rows["pyust"]["ns_per_event_over_dormant"] = (
+                (rows["pyust"]["median_s"] - rows["pyust-dormant"]["median_s"]) / events * 1e9)
+            rows["pyust"]["cpu_ns_per_event_over_dormant"] = (
+                (rows["pyust"]["median_cpu_s"] - rows["pyust-dormant"]["median_cpu_s"])
+                / events * 1e9)
+        summary[workload] = entry
+    return summary
+
+
+def print_table(summary: dict, results: list, stream=sys.stdout) -> None:
+    print(f"\n{'workload':8} {'mode':24} {'median s':>9} {'min s':>8} {'max s':>8} "
+          f"{'ratio':>7} {'ns/event':>9} {'cpu s':>8} {'cpu ratio':>9} {'cpu ns/ev':>9}",
+          file=stream)
+    for workload, entry in summary.items():
+        for mode, row in entry["modes"].items():
+            ratio = f"{row['ratio']:.2f}x" if "ratio" in row else "-"
+            cpu_ratio = f"{row['cpu_ratio']:.2f}x" if "cpu_ratio" in row else "-"
+            per_event = row.get("ns_per_event_over_untraced")
+            per_event = f"{per_event:.1f}" if per_event is not None else ""
+            cpu_per_event = row.get("cpu_ns_per_event_over_untraced")
+            cpu_per_event = f"{cpu_per_event:.1f}" if cpu_per_event is not None else ""
+            flag = row["runs_with_foreign_sessions"]
+            flag = f"  ({flag} runs overlapped other python:* sessions)" if flag else ""
+            print(f"{workload:8} {LABELS[mode]:24} {row['median_s']:9.3f} {row['min_s']:8.3f} "
+                  f"{row['max_s']:8.3f} {ratio:>7} {per_event:>9} {row['median_cpu_s']:8.3f} "
+                  f"{cpu_ratio:>9} {cpu_per_event:>9}{flag}", file=stream)
+        recording = entry["modes"].get("pyust", {})
+        if "ns_per_event_over_dormant" in recording:
+            print(f"{workload:8} {'pyust - no session':24} {'':9} {'':8} {'':8} {'':7} "
+                  f"{recording['ns_per_event_over_dormant']:9.1f} {'':8} {'':9} "
+                  f"{recording['cpu_ns_per_event_over_dormant']:9.1f}", file=stream)
+        if "pyust_vs_cprofile" in entry:
+            print(f"{workload:8} {'pyust / cProfile':24} {'':9} {'':8} {'':8} "
+                  f"{entry['pyust_vs_cprofile']:6.2f}x {'':9} {'':8} "
+                  f"{entry['pyust_vs_cprofile_cpu']:8.2f}x", file=stream)
+    print("median s: perf_counter around the workload in the child; cpu s: the child's "
+          "thread_time,\nless sensitive to other load on the machine. ratio: median / untraced "
+          "median.\nns/event: (median - untraced median) / events the hook emitted (calls, "
+          "returns,\nregistrations; the hook also sees C calls, which it does not emit); on "
+          "the row\n'pyust - no session', what recording adds per event on top of the hook.",
+          file=stream)
+    runs = [r for r in results if r["mode"] == "pyust"]
+    if runs:
+        print(f"\n{'workload':8} {'round':>5} {'emitted':>11} {'discarded':>10} "
+              f"{'recorded':>11} {'lost pkts':>9} {'trace MB':>9} {'B/event':>8} "
+              f"{'stop s':>7}" + (f" {'counted':>11}" if "counted" in runs[0] else ""),
+              file=stream)
+        for r in runs:
+            per_event = r["trace_bytes"] / r["recorded"] if r["recorded"] else 0.0
+            line = (f"{r['workload']:8} {r['round']:5d} {r['emitted']:11d} {r['discarded']:10d} "
+                    f"{r['recorded']:11d} {r['lost_packets']:9d} "
+                    f"{r['trace_bytes'] / 1e6:9.1f} {per_event:8.1f} {r['stop_seconds']:7.2f}")
+            if "counted" in r:
+                line += f" {r['counted'] if r['counted'] is not None else '?':>11}"
+            print(line, file=stream)
+
+
+def parse_args(argv: list) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Measure pyust's overhead against untraced runs and cProfile.")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="interleaved rounds (default 7; 2 with --quick)")
+    parser.add_argument("--json", metavar="FILE", help="write every run and the summary here")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_ROUNDS} rounds at scale {QUICK_SCALE}: a smoke test")
+    parser.add_argument("--scale", type=float, default=None,
+                        help="workload size (1.0: about 1-2 s untraced each)")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"comma-separated subset of {','.join(MODES)}")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    parser.add_argument("--subbuf-size", default="8M", help="LTTng sub-buffer size (8M)")
+    parser.add_argument("--num-subbuf", type=int, default=16,
+                        help="LTTng sub-buffers per CPU (16)")
+    parser.add_argument("--events", default="python:*",
+                        help="events the pyust session enables (python:*); for profiling")
+    parser.add_argument("--contexts", default=",".join(CONTEXTS),
+                        help=f"contexts the pyust session adds ({','.join(CONTEXTS)}; '' for "
+                        "none); for profiling")
+    parser.add_argument("--trace-dir", default=None,
+                        help="where the traces go while a run lasts (a temporary directory)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter of the measured children (this one)")
+    default_path = os.path.join(REPO, "build", "python")
+    parser.add_argument("--pyust-path", default=default_path if os.path.isdir(default_path)
+                        else "", help="prepended to the children's PYTHONPATH "
+                        "(default: the build tree's python/ when present)")
+    parser.add_argument("--wait-quiet", type=float, default=300, metavar="SECONDS",
+                        help="before each pyust run, wait up to this long for other sessions "
+                        "recording python:* to end (300); runs they overlap are flagged")
+    parser.add_argument("--verify", action="store_true",
+                        help="also count each pyust trace's events with babeltrace2 (slow)")
+    parser.add_argument("--child-prefix", default="",
+                        help="command prefix for every child, e.g. 'perf stat -o FILE'")
+    parser.add_argument("--child", nargs=3, metavar=("MODE", "WORKLOAD", "SCALE"),
+                        help=argparse.SUPPRESS)
+    options = parser.parse_args(argv)
+    if options.child:
+        return options
+    options.rounds = options.rounds or (QUICK_ROUNDS if options.quick else 7)
+    if options.scale is None:
+        options.scale = QUICK_SCALE if options.quick else 1.0
+    options.contexts = tuple(c for c in options.contexts.split(",") if c)
+    options.modes = [m for m in options.modes.split(",") if m]
+    options.workloads = [w for w in options.workloads.split(",") if w]
+    for mode in options.modes:
+        if mode not in MODES:
+            parser.error(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    for workload in options.workloads:
+        if workload not in WORKLOADS:
+            parser.error(f"unknown workload {workload!r}; choose from {', '.join(WORKLOADS)}")
+    if options.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    return options
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list) -> int:
+    options = parse_args(argv)
+    if options.child:
+        mode, workload, scale = options.child
+        child_main(mode, workload, float(scale))
+        return 0
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        if any(m.startswith("pyust") for m in options.modes):
+            check_sessiond()
+    except BenchError as error:
+        print(f"overhead.py: {error}", file=sys.stderr)
+        return 1
+    info = machine_info(options.python)
+    print(f"machine: {info['cpu_model']}, {info['cores']} cores; Python {info['python']}; "
+          f"{info['lttng']}")
+    print(f"{options.rounds} rounds, scale {options.scale}, modes {', '.join(options.modes)}; "
+          f"session: {options.events}, contexts {','.join(options.contexts) or 'none'}, "
+          f"channel {options.subbuf_size} x {options.num_subbuf} per CPU")
+    runner = Runner(options)
+    results: list = []
+    started = time.time()
+    try:
+        if "empty-hook" in options.modes:
+            why = runner.prepare_empty_hook()
+            if why is not None:
+                print(f"warning: skipping the empty-hook mode: {why}", file=sys.stderr)
+                options.modes.remove("empty-hook")
+        for round_index in range(options.rounds):
+            shift = round_index % len(options.modes)
+            order = options.modes[shift:] + options.modes[:shift]
+            for workload in options.workloads:
+                for mode in order:
+                    result = runner.measure(mode, workload)
+                    result["round"] = round_index + 1
+                    result["loadavg_1min_after"] = os.getloadavg()[0]
+                    results.append(result)
+                    extra = ""
+                    if result.get("foreign_sessions"):
+                        extra += "  [other sessions recorded python:* too]"
+                    if mode == "pyust":
+                        extra = (f"  emitted {result['emitted']}, "
+                                 f"discarded {result['discarded']}")
+                    print(f"round {round_index + 1}/{options.rounds} {workload} "
+                          f"{LABELS[mode]:24} {result['seconds']:7.3f} s{extra}", flush=True)
+    except BenchError as error:
+        print(f"overhead.py: {error}", file=sys.stderr)
+        return 1
+    finally:
+        runner.close()
+    checksums = {(r["workload"], r["checksum"]) for r in results}
+    if len(checksums) != len({r["workload"] for r in results}):
+        print("overhead.py: a traced run computed a different result than the others",
+              file=sys.stderr)
+        return 1
+    summary = summarise(results, options.modes, options.workloads)
+    print_table(summary, results)
+    if any(r.get("discarded") for r in results):
+        print("\nwarning: LTTng discarded events: the pyust times are too low; rerun with a "
+              "larger --subbuf-size or --num-subbuf", file=sys.stderr)
+    if options.json:
+        document = {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": info,
+            "config": {
+                "rounds": options.rounds,
+                "scale": options.scale,
+                "modes": options.modes,
+                "workloads": options.workloads,
+                "subbuf_size": options.subbuf_size,
+                "num_subbuf": options.num_subbuf,
+                "events": options.events,
+                "contexts": list(options.contexts),
+                "wait_quiet_s": options.wait_quiet,
+            },
+            "elapsed_s": time.time() - started,
+            "summary": summary,
+            "runs": results,
+        }
+        with open(options.json, "w") as stream:
+            json.dump(document, stream, indent=2)
+            stream.write("\n")
+        print(f"\nwrote {options.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
