@@ -109,12 +109,17 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     # Everything Python-level happens before the hook goes on, so that none
     # of pyust's own calls lands in the trace.
     names = [(t.native_id, t.name) for t in threading.enumerate() if t.native_id is not None]
-    threading.setprofile(_thread_bootstrap)
+    # Up to 3.11 each new thread moves itself onto the C hook; sys.monitoring
+    # (3.12+) covers every thread by itself.
+    per_thread = native.backend() == "setprofile"
+    if per_thread:
+        threading.setprofile(_thread_bootstrap)
     try:
         native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
                      include=include, exclude=excluded)
     except BaseException:
-        threading.setprofile(None)
+        if per_thread:
+            threading.setprofile(None)
         raise
     for tid, name in names:
         native.name_thread(tid, name)
@@ -125,7 +130,8 @@ def stop() -> None:
     if _hook is None:
         return
     _hook.stop()
-    threading.setprofile(None)
+    if _hook.backend() == "setprofile":
+        threading.setprofile(None)
 
 
 def is_active() -> bool:

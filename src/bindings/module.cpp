@@ -3,7 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "hook.hpp"
+#include "core.hpp"
 
 namespace py = pybind11;
 namespace hook = pyust::hook;
@@ -42,6 +42,8 @@ PYBIND11_MODULE(_native, m)
         py::arg("hide_caller_stack") = false, py::arg("include") = std::vector<std::string>{},
         py::arg("exclude") = std::vector<std::string>{}, "Start tracing every thread.");
     m.def("stop", &hook::stop, "Stop tracing every thread.");
+    m.def("backend", &hook::backend::name,
+          "The interpreter hook in use: \"setprofile\" (up to 3.11) or \"monitoring\".");
     m.def("is_active", &hook::is_active);
     m.def("rundown", &hook::rundown,
           "Re-emit every process, thread and code registration event.");

@@ -172,6 +172,22 @@ class Session:
             self.active = False
 
 
+def backend(python: str) -> str:
+    """The hook back end pyust uses on this interpreter."""
+    return "monitoring" if python_version(python) >= (3, 12) else "setprofile"
+
+
+_versions: dict = {}
+
+
+def python_version(python: str) -> tuple:
+    if python not in _versions:
+        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout
+        _versions[python] = tuple(int(x) for x in out.split())
+    return _versions[python]
+
+
 def run_hooked(program_argv: list, *, flags=(), env=None, python=None, **kwargs):
     """`python -m pyust [flags] -- program_argv`: the hook only."""
     return subprocess.run([python or PYTHON, "-m", "pyust", *flags, "--", *program_argv],

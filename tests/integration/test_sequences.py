@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lttng_harness import assert_balanced, run_hooked
+from lttng_harness import PYTHON, assert_balanced, python_version, run_hooked
 
 FOO_BAR_BAZ = """\
 def baz():
@@ -119,13 +119,15 @@ def test_generator_partially_consumed_then_closed(session, make_program):
         """)
     assert run_hooked([program]).returncode == 0
     trace = session.read()
-    # Each resumption is a call, each yield a return; close() throws
-    # GeneratorExit in, which unwinds the frame.
+    # Each resumption is a call, each yield a return. close() throws
+    # GeneratorExit in, which unwinds the frame; from 3.13 on, CPython closes
+    # a generator suspended outside any try block without resuming it.
+    closing = [] if python_version(PYTHON) >= (3, 13) else [("call", "gen"), ("return", "gen", 1)]
     assert trace.program_flow(program) == [
         ("call", "<module>"),
         ("call", "gen"), ("return", "gen", 0),
         ("call", "gen"), ("return", "gen", 0),
-        ("call", "gen"), ("return", "gen", 1),
+        *closing,
         ("return", "<module>", 0),
     ]
 

@@ -1,0 +1,376 @@
+// The back end from Python 3.12 on: sys.monitoring (PEP 669) with C callables,
+// under a tool id of pyust's own, for every thread of the interpreter at once.
+//
+// Events map onto pyust's: PY_START/PY_RESUME/PY_THROW open a frame (call),
+// PY_RETURN/PY_YIELD close it (return), PY_UNWIND closes it with unwind=1,
+// LINE is a line, CALL of a non-Python callable is a c_call and its C_RETURN
+// or C_RAISE the c_return. Code that the filter leaves out answers DISABLE at
+// every location that allows it, so the interpreter stops calling pyust there.
+//
+// Callbacks are global, so a thread cannot get callbacks of its own as with
+// setprofile: each thread instead keeps, in a thread-local word, the tracing
+// generation it was announced in; its first event of a new generation
+// announces its stack and names it.
+#include "python_compat.hpp"
+
+#if !PYUST_HAS_PER_THREAD_SETTERS
+
+#include <string>
+
+#include "core.hpp"
+
+namespace pyust::hook {
+namespace {
+
+enum Event {
+    py_start,
+    py_resume,
+    py_throw,
+    py_return,
+    py_yield,
+    py_unwind,
+    line,
+    call,
+    c_return,
+    c_raise,
+    event_count
+};
+
+const char* const k_event_names[event_count] = {
+    "PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD",
+    "PY_UNWIND", "LINE",     "CALL",     "C_RETURN",  "C_RAISE",
+};
+
+struct Monitoring {
+    PyObject* module = nullptr;  // sys.monitoring
+    PyObject* disable = nullptr; // sys.monitoring.DISABLE
+    long bits[event_count] = {};
+    PyObject* callbacks[event_count] = {};
+    int tool = -1;
+};
+
+Monitoring m;
+
+// The generation this thread was announced in, and whether it is named (or
+// pyust gave up: a thread threading does not know, after k_naming_attempts).
+thread_local std::uint32_t t_generation __attribute__((tls_model("initial-exec"))) = 0;
+thread_local bool t_is_named __attribute__((tls_model("initial-exec"))) = false;
+thread_local std::uint32_t t_naming_attempts __attribute__((tls_model("initial-exec"))) = 0;
+constexpr std::uint32_t k_naming_attempts = 256;
+
+PyObject* none() noexcept
+{
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
+PyObject* disable() noexcept
+{
+    Py_INCREF(m.disable);
+    return m.disable;
+}
+
+CodeInfo* code_info(PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    if (nargs < 1 || !PyCode_Check(args[0]))
+        return nullptr;
+    return info_for_code(reinterpret_cast<PyCodeObject*>(args[0]), nullptr);
+}
+
+// The thread's name from threading's table of running threads; false while
+// the thread is not in it yet (its first frames run before threading adds it).
+bool name_current_thread() noexcept
+{
+    compat::SavedError saved;
+    bool is_named = false;
+    PyObject* modules = PySys_GetObject("modules"); // borrowed
+    PyObject* module = modules != nullptr ? PyDict_GetItemString(modules, "threading") : nullptr;
+    PyObject* active = module != nullptr ? PyObject_GetAttrString(module, "_active") : nullptr;
+    PyObject* ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+    PyObject* thread = (active != nullptr && ident != nullptr && PyDict_Check(active))
+                           ? PyDict_GetItemWithError(active, ident)
+                           : nullptr;
+    PyObject* name = thread != nullptr ? PyObject_GetAttrString(thread, "_name") : nullptr;
+    if (name != nullptr && PyUnicode_Check(name)) {
+        if (const char* text = PyUnicode_AsUTF8(name)) {
+            try {
+                name_thread(current_tid(), text);
+                is_named = true;
+            } catch (...) {
+            }
+        }
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(ident);
+    Py_XDECREF(active);
+    PyErr_Clear();
+    return is_named;
+}
+
+// The slow path of a thread's first events in a generation: announce its
+// stack (once), and name it (as soon as threading knows it).
+void begin_thread(PyCodeObject* entering) noexcept
+{
+    if (t_generation != g.generation) {
+        t_generation = g.generation;
+        PyFrameObject* frame = PyEval_GetFrame(); // borrowed
+        bool is_entering = false;
+        if (frame != nullptr && entering != nullptr) {
+            PyCodeObject* code = PyFrame_GetCode(frame);
+            is_entering = code == entering;
+            Py_DECREF(code);
+        }
+        PyFrameObject* open = open_part(frame, is_entering);
+        open_stack(open);
+        Py_XDECREF(open);
+    }
+    if (!t_is_named)
+        t_is_named = name_current_thread() || ++t_naming_attempts >= k_naming_attempts;
+}
+
+inline void ensure_thread(PyCodeObject* entering) noexcept
+{
+    if (t_generation != g.generation || !t_is_named) [[unlikely]]
+        begin_thread(entering);
+}
+
+bool is_python_callable(PyObject* callable) noexcept
+{
+    return PyFunction_Check(callable) ||
+           (PyMethod_Check(callable) && PyFunction_Check(PyMethod_GET_FUNCTION(callable)));
+}
+
+PyObject* on_enter(PyObject* const* args, Py_ssize_t nargs, bool can_disable) noexcept
+{
+    CodeInfo* info = code_info(args, nargs);
+    if (!is_traced(info))
+        return can_disable ? disable() : none();
+    ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
+    check_session();
+    g.emitter->call(*info);
+    return none();
+}
+
+PyObject* on_py_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    return on_enter(args, nargs, true);
+}
+
+PyObject* on_py_throw(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    return on_enter(args, nargs, false);
+}
+
+PyObject* on_py_return(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    CodeInfo* info = code_info(args, nargs);
+    if (!is_traced(info))
+        return disable();
+    ensure_thread(nullptr);
+    g.emitter->ret(*info, false);
+    return none();
+}
+
+PyObject* on_py_unwind(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    CodeInfo* info = code_info(args, nargs);
+    if (is_traced(info)) {
+        ensure_thread(nullptr);
+        g.emitter->ret(*info, true);
+    }
+    return none();
+}
+
+PyObject* on_line(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    CodeInfo* info = code_info(args, nargs);
+    if (!is_traced(info))
+        return disable();
+    if (nargs >= 2) {
+        const long number = PyLong_AsLong(args[1]);
+        if (number == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        ensure_thread(nullptr);
+        g.emitter->line(*info, static_cast<std::uint32_t>(number));
+    }
+    return none();
+}
+
+PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    CodeInfo* info = code_info(args, nargs);
+    if (!is_traced(info))
+        return disable();
+    if (nargs >= 3 && !is_python_callable(args[2])) {
+        const char* name = "?";
+        const char* owner = "?";
+        c_function_names(args[2], &name, &owner);
+        ensure_thread(nullptr);
+        g.emitter->c_call(name, owner);
+    }
+    return none();
+}
+
+PyObject* on_c_exit(PyObject* const* args, Py_ssize_t nargs, bool has_raised) noexcept
+{
+    if (nargs >= 3 && is_traced(code_info(args, nargs)) && !is_python_callable(args[2]))
+        g.emitter->c_return(has_raised);
+    return none();
+}
+
+PyObject* on_c_return(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    return on_c_exit(args, nargs, false);
+}
+
+PyObject* on_c_raise(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    return on_c_exit(args, nargs, true);
+}
+
+#define PYUST_CALLBACK(fn) reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fn))
+
+PyMethodDef k_methods[event_count] = {
+    {"pyust_py_start", PYUST_CALLBACK(on_py_start), METH_FASTCALL, nullptr},
+    {"pyust_py_resume", PYUST_CALLBACK(on_py_start), METH_FASTCALL, nullptr},
+    {"pyust_py_throw", PYUST_CALLBACK(on_py_throw), METH_FASTCALL, nullptr},
+    {"pyust_py_return", PYUST_CALLBACK(on_py_return), METH_FASTCALL, nullptr},
+    {"pyust_py_yield", PYUST_CALLBACK(on_py_return), METH_FASTCALL, nullptr},
+    {"pyust_py_unwind", PYUST_CALLBACK(on_py_unwind), METH_FASTCALL, nullptr},
+    {"pyust_line", PYUST_CALLBACK(on_line), METH_FASTCALL, nullptr},
+    {"pyust_call", PYUST_CALLBACK(on_call), METH_FASTCALL, nullptr},
+    {"pyust_c_return", PYUST_CALLBACK(on_c_return), METH_FASTCALL, nullptr},
+    {"pyust_c_raise", PYUST_CALLBACK(on_c_raise), METH_FASTCALL, nullptr},
+};
+
+// Calls sys.monitoring.<function>(args...); a new reference, or nullptr
+// with the error set.
+template <typename... Args> PyObject* call_monitoring(const char* function, Args... args)
+{
+    return PyObject_CallMethod(m.module, function, args...);
+}
+
+// Loads sys.monitoring's pieces once. Throws TracerError.
+void load()
+{
+    if (m.module != nullptr)
+        return;
+    PyObject* module = PySys_GetObject("monitoring"); // borrowed
+    PyObject* events = module != nullptr ? PyObject_GetAttrString(module, "events") : nullptr;
+    PyObject* disable_obj = module != nullptr ? PyObject_GetAttrString(module, "DISABLE") : nullptr;
+    bool is_ok = events != nullptr && disable_obj != nullptr;
+    for (int e = 0; is_ok && e < event_count; ++e) {
+        PyObject* bit = PyObject_GetAttrString(events, k_event_names[e]);
+        m.bits[e] = bit != nullptr ? PyLong_AsLong(bit) : -1;
+        Py_XDECREF(bit);
+        m.callbacks[e] = PyCFunction_New(&k_methods[e], nullptr);
+        is_ok = m.bits[e] > 0 && m.callbacks[e] != nullptr;
+    }
+    Py_XDECREF(events);
+    if (!is_ok) {
+        PyErr_Clear();
+        Py_XDECREF(disable_obj);
+        throw TracerError("Cannot start tracing: this interpreter's sys.monitoring is not usable");
+    }
+    Py_INCREF(module);
+    m.module = module;
+    m.disable = disable_obj;
+}
+
+// A free tool id, preferring those no convention reserves (3, 4), or -1.
+int free_tool_id() noexcept
+{
+    for (int id : {4, 3, 5, 1, 0, 2}) {
+        PyObject* tool = call_monitoring("get_tool", "(i)", id);
+        if (tool == nullptr) {
+            PyErr_Clear();
+            continue;
+        }
+        const bool is_free = tool == Py_None;
+        Py_DECREF(tool);
+        if (is_free)
+            return id;
+    }
+    return -1;
+}
+
+bool call_ok(PyObject* result) noexcept
+{
+    if (result == nullptr) {
+        PyErr_Clear();
+        return false;
+    }
+    Py_DECREF(result);
+    return true;
+}
+
+long event_mask() noexcept
+{
+    long mask = m.bits[py_start] | m.bits[py_resume] | m.bits[py_throw] | m.bits[py_return] |
+                m.bits[py_yield] | m.bits[py_unwind];
+    if (g.options.lines)
+        mask |= m.bits[line];
+    if (g.options.c_calls)
+        mask |= m.bits[call] | m.bits[c_return] | m.bits[c_raise];
+    return mask;
+}
+
+} // namespace
+
+namespace backend {
+
+const char* name() noexcept
+{
+    return "monitoring";
+}
+
+void check_free()
+{
+    load();
+    if (free_tool_id() < 0)
+        throw TracerError("Cannot start tracing: every sys.monitoring tool id (0-5) is taken "
+                          "by other tools (debuggers, profilers, coverage); stop one first");
+}
+
+void install()
+{
+    load();
+    m.tool = free_tool_id();
+    if (m.tool < 0 || !call_ok(call_monitoring("use_tool_id", "(is)", m.tool, "pyust")))
+        throw TracerError("Cannot start tracing: no free sys.monitoring tool id");
+    bool is_ok = true;
+    for (int e = 0; e < event_count; ++e)
+        is_ok = is_ok && call_ok(call_monitoring("register_callback", "(ilO)", m.tool, m.bits[e],
+                                                 m.callbacks[e]));
+    // Locations an earlier filter disabled are enabled again: the new
+    // filter takes its own verdicts.
+    is_ok = is_ok && call_ok(call_monitoring("restart_events", nullptr));
+    // The caller's stack was announced by start(): its thread is current.
+    t_generation = g.generation;
+    is_ok = is_ok && call_ok(call_monitoring("set_events", "(il)", m.tool, event_mask()));
+    if (!is_ok) {
+        uninstall();
+        throw TracerError("Cannot start tracing: sys.monitoring refused pyust's callbacks");
+    }
+}
+
+void uninstall() noexcept
+{
+    if (m.tool < 0)
+        return;
+    call_ok(call_monitoring("set_events", "(il)", m.tool, 0L));
+    for (int e = 0; e < event_count; ++e)
+        call_ok(call_monitoring("register_callback", "(ilO)", m.tool, m.bits[e], Py_None));
+    call_ok(call_monitoring("free_tool_id", "(i)", m.tool));
+    m.tool = -1;
+}
+
+void attach_current_thread() noexcept
+{
+    // Threads announce themselves at their first event (begin_thread).
+}
+
+} // namespace backend
+} // namespace pyust::hook
+
+#endif // !PYUST_HAS_PER_THREAD_SETTERS

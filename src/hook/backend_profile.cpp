@@ -1,0 +1,231 @@
+// The back end up to Python 3.11: C profile and trace functions installed on
+// each thread state (PyEval_SetProfile/PyEval_SetTrace and their per-thread
+// variants). Without line tracing the profile function carries calls and
+// returns; with it, the trace function does (it sees the lines too) and the
+// profile function only carries C calls, when those are on.
+//
+// A thread that was running when tracing started gets "first" callbacks that
+// announce its stack, then switch it to the steady ones; after stop(), a
+// thread gets a "closing" callback that closes its stack at its next event.
+// So each thread's events are balanced, on its own vtid.
+#include "python_compat.hpp"
+
+#if PYUST_HAS_PER_THREAD_SETTERS
+
+#include "core.hpp"
+
+namespace pyust::hook {
+namespace {
+
+void on_call(PyFrameObject* frame) noexcept
+{
+    check_session();
+    const CodeInfo* info = info_for_frame(frame);
+    if (is_traced(info))
+        g.emitter->call(*info);
+}
+
+void on_return(PyFrameObject* frame, bool is_unwind) noexcept
+{
+    const CodeInfo* info = info_for_frame(frame);
+    if (is_traced(info))
+        g.emitter->ret(*info, is_unwind);
+}
+
+// C calls are recorded only from traced Python code (the pyust runner's own
+// exec() of the target, say, is not).
+void on_c_call(PyFrameObject* frame, PyObject* callable) noexcept
+{
+    if (!is_traced(info_for_frame(frame)))
+        return;
+    const char* name = "?";
+    const char* owner = "?";
+    c_function_names(callable, &name, &owner);
+    g.emitter->c_call(name, owner);
+}
+
+void on_c_return(PyFrameObject* frame, bool has_raised) noexcept
+{
+    if (is_traced(info_for_frame(frame)))
+        g.emitter->c_return(has_raised);
+}
+
+int profile_callback(PyObject*, PyFrameObject* frame, int what, PyObject* arg) noexcept
+{
+    switch (what) {
+    case PyTrace_CALL:
+        if (!g.options.lines)
+            on_call(frame);
+        break;
+    case PyTrace_RETURN:
+        if (!g.options.lines)
+            on_return(frame, arg == nullptr);
+        break;
+    case PyTrace_C_CALL:
+        if (g.options.c_calls)
+            on_c_call(frame, arg);
+        break;
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+        if (g.options.c_calls)
+            on_c_return(frame, what == PyTrace_C_EXCEPTION);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int trace_callback(PyObject*, PyFrameObject* frame, int what, PyObject* arg) noexcept
+{
+    switch (what) {
+    case PyTrace_CALL:
+        on_call(frame);
+        break;
+    case PyTrace_RETURN:
+        on_return(frame, arg == nullptr);
+        break;
+    case PyTrace_LINE: {
+        const CodeInfo* info = info_for_frame(frame);
+        if (is_traced(info))
+            g.emitter->line(*info, static_cast<std::uint32_t>(PyFrame_GetLineNumber(frame)));
+        break;
+    }
+    default:
+        break;
+    }
+    return 0;
+}
+
+void install_on_current(bool is_first) noexcept;
+
+// First event on a thread that was running when tracing started: announce
+// its stack, then switch to the steady callbacks and handle the event. A new
+// frame (call) is not on the stack yet: the steady callback opens it.
+void begin_thread(PyFrameObject* frame, int what) noexcept
+{
+    PyFrameObject* open = open_part(frame, what == PyTrace_CALL);
+    open_stack(open);
+    Py_XDECREF(open);
+    install_on_current(false);
+}
+
+int first_profile_callback(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg) noexcept
+{
+    begin_thread(frame, what);
+    return profile_callback(obj, frame, what, arg);
+}
+
+int first_trace_callback(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg) noexcept
+{
+    begin_thread(frame, what);
+    return trace_callback(obj, frame, what, arg);
+}
+
+// Last event on a thread after stop(): close its stack and unhook it. A frame
+// being called was never opened, so only its callers are closed.
+int closing_callback(PyObject*, PyFrameObject* frame, int what, PyObject*) noexcept
+{
+    PyFrameObject* open = open_part(frame, what == PyTrace_CALL);
+    close_stack(open);
+    Py_XDECREF(open);
+    PyEval_SetProfile(nullptr, nullptr);
+    PyEval_SetTrace(nullptr, nullptr);
+    return 0;
+}
+
+Py_tracefunc profile_for(bool is_first) noexcept
+{
+    if (g.options.lines)
+        return g.options.c_calls ? profile_callback : nullptr;
+    return is_first ? first_profile_callback : profile_callback;
+}
+
+Py_tracefunc trace_for(bool is_first) noexcept
+{
+    if (!g.options.lines)
+        return nullptr;
+    return is_first ? first_trace_callback : trace_callback;
+}
+
+void install_on_current(bool is_first) noexcept
+{
+    PyEval_SetProfile(profile_for(is_first), nullptr);
+    PyEval_SetTrace(trace_for(is_first), nullptr);
+}
+
+// Applies fn(tstate) to every other thread state of the caller's interpreter.
+template <typename F> void for_each_other_thread(F&& fn)
+{
+    PyThreadState* self = PyThreadState_Get();
+    PyInterpreterState* interp = PyThreadState_GetInterpreter(self);
+    for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t != nullptr;
+         t = PyThreadState_Next(t)) {
+        if (t != self)
+            fn(t);
+    }
+}
+
+bool is_ours(Py_tracefunc fn) noexcept
+{
+    return fn == profile_callback || fn == trace_callback || fn == first_profile_callback ||
+           fn == first_trace_callback || fn == closing_callback;
+}
+
+} // namespace
+
+namespace backend {
+
+const char* name() noexcept
+{
+    return "setprofile";
+}
+
+// Another tool (cProfile, a debugger, coverage.py) holds the interpreter's
+// hook pyust needs: say which, rather than silently displacing it.
+void check_free()
+{
+    PyThreadState* self = PyThreadState_Get();
+    if (self->c_profilefunc != nullptr && !is_ours(self->c_profilefunc))
+        throw TracerError("Cannot start tracing: another profiler is active on this thread "
+                          "(sys.getprofile() is set, e.g. by cProfile); stop it first");
+    if (g.options.lines && self->c_tracefunc != nullptr && !is_ours(self->c_tracefunc))
+        throw TracerError("Cannot start line tracing: another tracer is active on this thread "
+                          "(sys.gettrace() is set, e.g. by a debugger or coverage.py); stop "
+                          "it first or trace without lines");
+}
+
+void install()
+{
+    install_on_current(false);
+    for_each_other_thread([](PyThreadState* t) {
+        // A thread still closing from the last stop() has its frames open in
+        // the trace already: it resumes without announcing them again.
+        const bool is_first = t->c_profilefunc != closing_callback;
+        if (compat::set_profile(t, profile_for(is_first)) < 0 ||
+            compat::set_trace(t, trace_for(is_first)) < 0)
+            PyErr_Clear();
+    });
+}
+
+void uninstall() noexcept
+{
+    PyEval_SetProfile(nullptr, nullptr);
+    PyEval_SetTrace(nullptr, nullptr);
+    for_each_other_thread([](PyThreadState* t) {
+        const bool is_hooked = t->c_profilefunc != nullptr || t->c_tracefunc != nullptr;
+        if (compat::set_trace(t, nullptr) < 0 ||
+            compat::set_profile(t, is_hooked ? closing_callback : nullptr) < 0)
+            PyErr_Clear();
+    });
+}
+
+void attach_current_thread() noexcept
+{
+    install_on_current(true);
+}
+
+} // namespace backend
+} // namespace pyust::hook
+
+#endif // PYUST_HAS_PER_THREAD_SETTERS

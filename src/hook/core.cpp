@@ -1,0 +1,395 @@
+// What the hook's back ends share (see core.hpp): code-object registration
+// with its cached verdict, stack announcements, rundown, and the fork protocol.
+//
+// Hot path: a back end looks up the CodeInfo pointer cached on the code object
+// (co_extra) and hands it to the Emitter. The first event of a code object
+// registers it (allocations happen there, once per code object). Nothing here
+// raises into the traced program: any C-API failure is cleared and the event
+// is named "?".
+#include "core.hpp"
+
+#include <new>
+#include <vector>
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <lttng/ust-fork.h>
+
+namespace pyust::hook {
+
+State& g = *new State;
+
+namespace {
+
+const char* const k_unknown = "?";
+
+// UTF-8 of a str object, or "?" (the object's cache keeps the bytes alive as
+// long as the object lives; callers copy them).
+const char* utf8_or_unknown(PyObject* obj) noexcept
+{
+    if (obj == nullptr || !PyUnicode_Check(obj))
+        return k_unknown;
+    const char* text = PyUnicode_AsUTF8(obj);
+    if (text == nullptr) {
+        PyErr_Clear();
+        return k_unknown;
+    }
+    return text;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) noexcept
+{
+    return !prefix.empty() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Takes the code object's verdict under the current filter (pyust's own code
+// is never traced) and registers it in the trace when it becomes traced.
+void decide(CodeInfo& info) noexcept
+{
+    const bool was_traced = info.is_traced;
+    info.generation = g.generation;
+    info.is_traced = !info.is_hidden && !starts_with(info.file, g.own_dir) &&
+                     g.filter.is_traced(info.module);
+    if (info.is_traced && !was_traced)
+        g.emitter->code(info);
+}
+
+std::string module_of(PyFrameObject* frame)
+{
+    std::string module = k_unknown;
+    if (frame == nullptr)
+        return module;
+    if (PyObject* globals = compat::frame_globals(frame)) {
+        if (PyDict_Check(globals))
+            module = utf8_or_unknown(PyDict_GetItemString(globals, "__name__")); // borrowed
+        Py_DECREF(globals);
+    }
+    return module;
+}
+
+// Registers a code object: assigns its id, decides whether it is traced,
+// emits python:code. nullptr only when memory runs out.
+CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
+{
+    compat::SavedError saved;
+    try {
+        CodeInfo& info = g.registry->add(
+            module_of(frame != nullptr ? frame : PyEval_GetFrame()),
+            utf8_or_unknown(compat::code_qualname(code)), utf8_or_unknown(code->co_filename),
+            static_cast<std::uint32_t>(code->co_firstlineno), false);
+        decide(info);
+        compat::set_code_extra(code, g.extra_index, &info);
+        return &info;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+// Frames of `frame`'s stack, outermost first, as new references.
+std::vector<PyFrameObject*> stack_of(PyFrameObject* frame)
+{
+    std::vector<PyFrameObject*> frames;
+    Py_XINCREF(frame);
+    for (PyFrameObject* f = frame; f != nullptr; f = PyFrame_GetBack(f))
+        frames.push_back(f);
+    return {frames.rbegin(), frames.rend()};
+}
+
+void release(std::vector<PyFrameObject*>& frames) noexcept
+{
+    for (PyFrameObject* f : frames)
+        Py_DECREF(f);
+    frames.clear();
+}
+
+// pthread_atfork handlers: they run inside fork() itself, after Python's own
+// before-fork hooks, which is where liblttng-ust-fork.so would act too.
+void fork_prepare() noexcept
+{
+    g.forking_tid = current_tid();
+    lttng_ust_before_fork(&g.fork_sigset);
+}
+
+void fork_parent() noexcept
+{
+    lttng_ust_after_fork_parent(&g.fork_sigset);
+}
+
+// The child re-registers with the session daemon (its events carry its own
+// vpid and vtid from here on) and gets an id space of its own. The forking
+// thread lives on under a new tid with its old name.
+void fork_child() noexcept
+{
+    lttng_ust_after_fork_child(&g.fork_sigset);
+    try {
+        std::string name = "MainThread";
+        g.registry->for_each_thread([&](std::int64_t tid, const std::string& n) {
+            if (tid == g.forking_tid)
+                name = n;
+        });
+        g.registry->after_fork_child(static_cast<std::uint32_t>(getpid()));
+        g.registry->set_thread_name(current_tid(), std::move(name));
+    } catch (...) {
+    }
+}
+
+// "3.11.7" out of Py_GetVersion()'s "3.11.7 (main, ...) [GCC ...]".
+const char* python_version() noexcept
+{
+    static const std::string version = [] {
+        std::string full = Py_GetVersion();
+        return full.substr(0, full.find(' '));
+    }();
+    return version.c_str();
+}
+
+} // namespace
+
+CodeInfo* info_for_code(PyCodeObject* code, PyFrameObject* frame) noexcept
+{
+    auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, g.extra_index));
+    if (info == nullptr)
+        return register_code(code, frame);
+    if (info->generation != g.generation)
+        decide(*info);
+    return info;
+}
+
+CodeInfo* info_for_frame(PyFrameObject* frame) noexcept
+{
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    CodeInfo* info = info_for_code(code, frame);
+    Py_DECREF(code);
+    return info;
+}
+
+void check_session() noexcept
+{
+    const bool is_enabled = g.emitter->is_code_enabled();
+    if (is_enabled != g.was_code_enabled) {
+        g.was_code_enabled = is_enabled;
+        if (is_enabled)
+            rundown();
+    }
+}
+
+void open_stack(PyFrameObject* frame) noexcept
+{
+    try {
+        std::vector<PyFrameObject*> frames = stack_of(frame);
+        for (PyFrameObject* f : frames) {
+            const CodeInfo* info = info_for_frame(f);
+            if (is_traced(info))
+                g.emitter->call(*info);
+        }
+        release(frames);
+    } catch (const std::bad_alloc&) {
+        // The stack stays unannounced; its returns will show as unmatched.
+    }
+}
+
+void close_stack(PyFrameObject* frame) noexcept
+{
+    try {
+        std::vector<PyFrameObject*> frames = stack_of(frame);
+        for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+            const CodeInfo* info = info_for_frame(*it);
+            if (is_traced(info))
+                g.emitter->ret(*info, false);
+        }
+        release(frames);
+    } catch (const std::bad_alloc&) {
+    }
+}
+
+void hide_stack(PyFrameObject* frame) noexcept
+{
+    try {
+        std::vector<PyFrameObject*> frames = stack_of(frame);
+        for (PyFrameObject* f : frames) {
+            PyCodeObject* code = PyFrame_GetCode(f);
+            auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, g.extra_index));
+            if (info == nullptr) {
+                compat::SavedError saved;
+                info = &g.registry->add(k_unknown, utf8_or_unknown(compat::code_qualname(code)),
+                                        utf8_or_unknown(code->co_filename),
+                                        static_cast<std::uint32_t>(code->co_firstlineno), false);
+                compat::set_code_extra(code, g.extra_index, info);
+            }
+            info->is_hidden = true;
+            info->is_traced = false;
+            Py_DECREF(code);
+        }
+        release(frames);
+    } catch (...) {
+    }
+}
+
+PyFrameObject* open_part(PyFrameObject* frame, bool skip_top) noexcept
+{
+    if (frame == nullptr)
+        return nullptr;
+    if (skip_top)
+        return PyFrame_GetBack(frame);
+    Py_INCREF(frame);
+    return frame;
+}
+
+void c_function_names(PyObject* callable, const char** name, const char** owner) noexcept
+{
+    *owner = "";
+    if (PyCFunction_Check(callable)) {
+        auto* function = reinterpret_cast<PyCFunctionObject*>(callable);
+        *name = function->m_ml->ml_name;
+        if (function->m_module != nullptr && PyUnicode_Check(function->m_module))
+            *owner = utf8_or_unknown(function->m_module);
+        else if (function->m_self != nullptr && !PyModule_Check(function->m_self))
+            *owner = Py_TYPE(function->m_self)->tp_name;
+    } else if (Py_IS_TYPE(callable, &PyMethodDescr_Type)) {
+        auto* descr = reinterpret_cast<PyMethodDescrObject*>(callable);
+        *name = descr->d_method->ml_name;
+        *owner = PyDescr_TYPE(descr)->tp_name;
+    } else if (PyType_Check(callable)) {
+        *name = reinterpret_cast<PyTypeObject*>(callable)->tp_name;
+        *owner = "type";
+    } else {
+        *name = Py_TYPE(callable)->tp_name;
+    }
+}
+
+void emit_process() noexcept
+{
+    g.emitter->process(python_version(), backend::name(), g.options.lines, g.options.c_calls);
+}
+
+std::int64_t current_tid() noexcept
+{
+    return static_cast<std::int64_t>(PyThread_get_thread_native_id());
+}
+
+// --------------------------------------------------------------- public API
+
+void init(const std::string& own_dir)
+{
+    if (g.is_initialised)
+        return;
+    g.extra_index = compat::request_code_extra_index();
+    if (g.extra_index < 0) {
+        PyErr_Clear();
+        throw TracerError("Cannot initialise pyust: the interpreter has no free code-extra "
+                          "slot (too many tools store data on code objects)");
+    }
+    g.own_dir = own_dir;
+    g.registry = std::make_unique<Registry>(static_cast<std::uint32_t>(getpid()));
+    g.emitter = &lttng_emitter();
+    if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
+        throw TracerError("Cannot initialise pyust: pthread_atfork failed");
+    g.is_initialised = true;
+}
+
+void start(const Options& options)
+{
+    if (!g.is_initialised)
+        throw TracerError("Cannot start tracing: pyust's native hook was not initialised "
+                          "(import pyust rather than pyust._native)");
+    if (g.is_active)
+        throw TracerError("Cannot start tracing: pyust is already tracing; call "
+                          "pyust.stop() first");
+    prefix::Filter filter;
+    try {
+        filter = prefix::Filter(options.include, options.exclude);
+    } catch (const std::bad_alloc&) {
+        throw;
+    } catch (const std::exception& error) {
+        throw TracerError(std::string("Cannot start tracing: ") + error.what());
+    }
+    const Options previous = g.options;
+    g.options = options;
+    try {
+        backend::check_free();
+    } catch (...) {
+        g.options = previous;
+        throw;
+    }
+    g.filter = std::move(filter);
+    ++g.generation;
+    g.was_code_enabled = g.emitter->is_code_enabled();
+    emit_process();
+
+    PyFrameObject* frame = PyEval_GetFrame(); // borrowed
+    if (options.hide_caller_stack)
+        hide_stack(frame);
+    else
+        open_stack(frame);
+    try {
+        backend::install();
+    } catch (...) {
+        close_stack(frame);
+        throw;
+    }
+    g.is_active = true;
+}
+
+void stop() noexcept
+{
+    if (!g.is_active)
+        return;
+    g.is_active = false;
+    backend::uninstall();
+    close_stack(PyEval_GetFrame());
+}
+
+bool is_active() noexcept
+{
+    return g.is_active;
+}
+
+void rundown() noexcept
+{
+    if (!g.is_initialised)
+        return;
+    emit_process();
+    g.registry->for_each_thread(
+        [](std::int64_t tid, const std::string& name) { g.emitter->thread(tid, name.c_str()); });
+    g.registry->for_each_code([](const CodeInfo& info) {
+        if (info.is_traced)
+            g.emitter->code(info);
+    });
+}
+
+void attach_current_thread(const std::string& name)
+{
+    if (!g.is_active)
+        return;
+    name_thread(current_tid(), name);
+    backend::attach_current_thread();
+}
+
+void name_thread(std::int64_t tid, const std::string& name)
+{
+    g.registry->set_thread_name(tid, name);
+    g.emitter->thread(tid, name.c_str());
+}
+
+std::uint64_t emitted_events() noexcept
+{
+    return g.emitter != nullptr ? g.emitter->emitted() : 0;
+}
+
+void after_fork_child() noexcept
+{
+    if (!g.is_active)
+        return;
+    // The child's process and thread events. The code ids it inherited keep
+    // the parent's pid: their names are in the parent's registrations.
+    g.was_code_enabled = g.emitter->is_code_enabled();
+    emit_process();
+    g.registry->for_each_thread(
+        [](std::int64_t tid, const std::string& name) { g.emitter->thread(tid, name.c_str()); });
+    // The child's thread continues the parent's stack: announce it, so the
+    // child's own stream is balanced.
+    open_stack(PyEval_GetFrame());
+}
+
+} // namespace pyust::hook

@@ -1,0 +1,100 @@
+// What the hook's two back ends share (internal to src/hook): the process-wide
+// state, code-object lookup and registration, stack announcements, and the
+// back-end interface itself. Every function requires the GIL.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "emitter.hpp"
+#include "hook.hpp"
+#include "prefix_table.hpp"
+#include "python_compat.hpp"
+#include "registry.hpp"
+
+namespace pyust::hook {
+
+struct State {
+    bool is_initialised = false;
+    bool is_active = false;
+    bool was_code_enabled = false; // python:code enabled at the last check
+    Options options;
+    prefix::Filter filter;        // the module filter of the current start()
+    std::uint32_t generation = 1; // bumped by every start() (see CodeInfo)
+    Py_ssize_t extra_index = -1;
+    std::string own_dir;
+    std::unique_ptr<Registry> registry;
+    Emitter* emitter = nullptr;
+    // Fork protocol: LTTng-UST's saved signal mask, and the forking thread.
+    sigset_t fork_sigset;
+    std::int64_t forking_tid = 0;
+};
+
+// Guarded by the GIL. Never destroyed: daemon threads may still be inside
+// the hook while the process runs its static destructors at exit.
+extern State& g;
+
+// The CodeInfo of a code object, registering it on first sight (frame: the
+// frame running it, for its module name; nullptr means the current frame).
+// Takes the verdict again when the filter changed since. nullptr only when
+// memory ran out. noexcept.
+CodeInfo* info_for_code(PyCodeObject* code, PyFrameObject* frame) noexcept;
+
+// info_for_code() of the code the frame runs. noexcept.
+CodeInfo* info_for_frame(PyFrameObject* frame) noexcept;
+
+inline bool is_traced(const CodeInfo* info) noexcept
+{
+    return info != nullptr && info->is_traced;
+}
+
+// If a session started recording python:code since the last check, re-emit
+// every registration (a rundown). Cheap: one load of LTTng's enabled flag.
+void check_session() noexcept;
+
+// Emits a call for every traced frame of the stack ending at frame,
+// outermost first (the thread's stack when pyust starts watching it).
+void open_stack(PyFrameObject* frame) noexcept;
+// Emits a return for every traced frame from frame to the outermost.
+void close_stack(PyFrameObject* frame) noexcept;
+// Marks the code of every frame of the stack as never traced.
+void hide_stack(PyFrameObject* frame) noexcept;
+
+// frame's caller as a new reference (or nullptr), or frame itself (a new
+// reference) when skip_top is false: the part of a thread's stack that is
+// already open when an event arrives for frame.
+PyFrameObject* open_part(PyFrameObject* frame, bool skip_top) noexcept;
+
+// The name of a C callable and its module or type, for python:c_call (no
+// allocation: the names live in the objects). noexcept.
+void c_function_names(PyObject* callable, const char** name, const char** owner) noexcept;
+
+void emit_process() noexcept;
+std::int64_t current_tid() noexcept;
+
+// The interpreter hook itself: setprofile/settrace up to 3.11
+// (backend_profile.cpp), sys.monitoring from 3.12 (backend_monitoring.cpp).
+namespace backend {
+
+// "setprofile" or "monitoring", as python:process reports it. noexcept.
+const char* name() noexcept;
+
+// Throws TracerError when another tool holds what this back end needs.
+// Precondition: g.options holds the options of the start() being made.
+void check_free();
+
+// Installs the hook for every thread; the caller's stack is handled by
+// start(). Throws TracerError.
+void install();
+
+// Removes the hook from every thread. noexcept.
+void uninstall() noexcept;
+
+// Installs the hook on the calling thread, started after install(). noexcept.
+void attach_current_thread() noexcept;
+
+} // namespace backend
+
+} // namespace pyust::hook
