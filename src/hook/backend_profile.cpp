@@ -12,10 +12,16 @@
 
 #if PYUST_HAS_PER_THREAD_SETTERS
 
+#include <cstdio>
+#include <cstring>
+
 #include "core.hpp"
 
 namespace pyust::hook {
 namespace {
+
+// True while pyust itself sets profile/trace functions (see audit_hook).
+bool s_is_installing = false;
 
 void on_call(PyFrameObject* frame) noexcept
 {
@@ -150,8 +156,10 @@ Py_tracefunc trace_for(bool is_first) noexcept
 
 void install_on_current(bool is_first) noexcept
 {
+    s_is_installing = true;
     PyEval_SetProfile(profile_for(is_first), nullptr);
     PyEval_SetTrace(trace_for(is_first), nullptr);
+    s_is_installing = false;
 }
 
 // Applies fn(tstate) to every other thread state of the caller's interpreter.
@@ -170,6 +178,31 @@ bool is_ours(Py_tracefunc fn) noexcept
 {
     return fn == profile_callback || fn == trace_callback || fn == first_profile_callback ||
            fn == first_trace_callback || fn == closing_callback;
+}
+
+// A thread has one profile and one trace function. When another tool
+// (cProfile, a debugger, coverage.py with lines on) replaces pyust's while it
+// traces, pyust cannot keep recording that thread: say so, once, rather than
+// lose its events silently. (The audit event precedes the replacement.)
+int audit_hook(const char* event, PyObject*, void*) noexcept
+{
+    static bool has_warned = false;
+    if (!g.is_active || s_is_installing || has_warned)
+        return 0;
+    const bool is_profile = std::strcmp(event, "sys.setprofile") == 0;
+    const bool is_trace = std::strcmp(event, "sys.settrace") == 0;
+    if (!is_profile && !is_trace)
+        return 0;
+    PyThreadState* self = PyThreadState_Get();
+    if (!is_ours(is_profile ? self->c_profilefunc : self->c_tracefunc))
+        return 0;
+    has_warned = true;
+    std::fprintf(stderr,
+                 "pyust: warning: %s() replaced pyust's hook on thread %lld while tracing "
+                 "(another profiler or debugger?): pyust records no more events from that "
+                 "thread\n",
+                 event, static_cast<long long>(current_tid()));
+    return 0;
 }
 
 } // namespace
@@ -197,7 +230,14 @@ void check_free()
 
 void install()
 {
+    static bool has_audit_hook = false;
+    if (!has_audit_hook) {
+        if (PySys_AddAuditHook(audit_hook, nullptr) < 0)
+            PyErr_Clear();
+        has_audit_hook = true;
+    }
     install_on_current(false);
+    s_is_installing = true;
     for_each_other_thread([](PyThreadState* t) {
         // A thread still closing from the last stop() has its frames open in
         // the trace already: it resumes without announcing them again.
@@ -206,6 +246,7 @@ void install()
             compat::set_trace(t, trace_for(is_first)) < 0)
             PyErr_Clear();
     });
+    s_is_installing = false;
 }
 
 void uninstall() noexcept

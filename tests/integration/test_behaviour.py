@@ -190,3 +190,37 @@ def test_api_errors_name_the_fix(make_program):
     else:
         assert lines[1].startswith("cprofile: ") and "another profiler" in lines[1]
     assert lines[2:] == ["active: True", "after: False"]
+
+
+def test_another_profiler_started_later(session, make_program):
+    """cProfile enabled while pyust traces: from 3.12 both run side by side;
+    before, the thread has one profile hook, and pyust says it lost it."""
+    program = make_program("""\
+        import cProfile, pyust
+        def before():
+            pass
+        def during():
+            pass
+        pyust.start()
+        before()
+        profiler = cProfile.Profile()
+        profiler.enable()
+        during()
+        profiler.disable()
+        pyust.stop()
+        # cProfile saw the call too: pyust did not displace it.
+        print("profiled" if any(getattr(s.code, "co_name", "") == "during"
+                                for s in profiler.getstats()) else "missed")
+        """)
+    result = run_plain([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "profiled\n"
+    names = [e["fields"]["name"] for e in session.read().of("python:call")]
+    assert "before" in names
+    if backend(PYTHON) == "monitoring":
+        assert "during" in names
+        assert result.stderr == ""
+    else:
+        assert "during" not in names
+        assert result.stderr.startswith("pyust: warning: sys.setprofile() replaced pyust's hook")
+        assert len(result.stderr.splitlines()) == 1
