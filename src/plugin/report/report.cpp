@@ -7,10 +7,12 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "bt_util.hpp"
 #include "event_reader.hpp"
+#include "module_filter.hpp"
 #include "params.hpp"
 #include "reports.hpp"
 #include "stack_model.hpp"
@@ -51,6 +53,7 @@ public:
 
 private:
     void process(const bt_message* message);
+    bool is_hidden(const PythonEvent& event);
     void write_report();
 
     bt_self_component_sink* m_self;
@@ -59,6 +62,7 @@ private:
     std::ofstream m_file;
     std::ostream* m_out = &std::cout;
     std::optional<std::int64_t> m_pid, m_tid;
+    std::optional<analysis::ModuleFilter> m_modules;
     analysis::Timestamp m_min_duration = 0;
     MessageIteratorRef m_upstream;
     EventReader m_reader;
@@ -71,7 +75,8 @@ private:
 
 ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m_self(self)
 {
-    check_known_params(params, {"format", "output", "pid", "tid", "begin", "end", "min-duration"});
+    check_known_params(
+        params, {"format", "output", "pid", "tid", "begin", "end", "min-duration", "modules"});
     if (const auto format = string_param(params, "format"))
         m_format = parse_format(*format);
     m_pid = int_param(params, "pid");
@@ -90,6 +95,14 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
     if (m_min_duration < 0)
         throw Error("bad parameter value: name=min-duration, value=" +
                     std::to_string(m_min_duration) + ", expected=ns >= 0");
+    if (const auto modules = string_param(params, "modules")) {
+        try {
+            m_modules.emplace(*modules);
+        } catch (const std::invalid_argument& error) {
+            throw Error("bad parameter value: name=modules, value=" + *modules +
+                        ", reason=" + error.what());
+        }
+    }
     if (const auto output = string_param(params, "output")) {
         m_path = *output;
         m_file.open(m_path, std::ios::out | std::ios::trunc | std::ios::binary);
@@ -156,9 +169,13 @@ void ReportSink::process(const bt_message* message)
             // Names count for every process: a code id may run in a forked child.
             m_model.on_code(m_event.id, std::string(m_event.owner), std::string(m_event.name),
                             std::string(m_event.file), static_cast<std::uint32_t>(m_event.number));
+            if (m_modules)
+                m_modules->on_code(m_event.id, m_event.owner);
             return;
         }
         if ((m_pid && *m_pid != m_event.key.pid) || (m_tid && *m_tid != m_event.key.tid))
+            return;
+        if (m_modules && is_hidden(m_event))
             return;
         if (!m_has_origin && m_chrome) {
             m_chrome->set_origin(m_event.ts);
@@ -176,6 +193,22 @@ void ReportSink::process(const bt_message* message)
         return;
     default:
         return;
+    }
+}
+
+bool ReportSink::is_hidden(const PythonEvent& event)
+{
+    switch (event.kind) {
+    case PythonKind::call:
+    case PythonKind::ret:
+    case PythonKind::line:
+        return !m_modules->shows_code(event.id);
+    case PythonKind::c_call:
+        return !m_modules->on_c_call(event.key, event.owner);
+    case PythonKind::c_return:
+        return !m_modules->on_c_return(event.key);
+    default:
+        return false;
     }
 }
 

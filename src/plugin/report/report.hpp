@@ -8,6 +8,8 @@
 //   begin, end    only this time window, in ns from the clock's origin (frames are clipped)
 //   min-duration  leave out frames / call paths shorter than this many ns (tree, folded,
 //                 chrome, svg)
+//   modules       comma-separated module-name prefixes: show only the frames of these modules
+//                 (and C functions of these owners); see src/analysis/module_filter.hpp
 // What was incomplete (mid-call start, frames open at the end, lost events) goes at the end of
 // the profile, tree and lines reports, into the Chrome JSON's otherData, and to standard error
 // for folded and svg, whose formats have no place for it.
