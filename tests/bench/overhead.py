@@ -406,7 +406,21 @@ def machine_info(python: str) -> dict:
     }
 
 
+def _paired(results: list, workload: str, mode: str, reference: str, key: str) -> float | None:
+    """Median over rounds of mode / reference within the same round: the two
+    runs of a round are seconds apart, so slow drifts of the machine's load
+    cancel out."""
+    times: dict = {}
+    for r in results:
+        if r["workload"] == workload and r["mode"] in (mode, reference):
+            times.setdefault(r["round"], {})[r["mode"]] = r[key]
+    ratios = [t[mode] / t[reference] for t in times.values() if mode in t and reference in t]
+    return statistics.median(ratios) if ratios else None
+
+
 def summarise(results: list, modes: list, workloads: list) -> dict:
+    """Per workload and mode: medians, ratios to untraced, events; and pyust
+    against cProfile."""
     summary: dict = {}
     for workload in workloads:
         rows: dict = {}
@@ -416,11 +430,11 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
                 continue
             seconds = [r["seconds"] for r in runs]
             row = {
-                "median_cpu_s": statistics.median(r["cpu_seconds"] for r in runs),
+                "runs": len(runs),
                 "median_s": statistics.median(seconds),
                 "min_s": min(seconds),
                 "max_s": max(seconds),
-                "runs": len(runs),
+                "median_cpu_s": statistics.median(r["cpu_seconds"] for r in runs),
                 "runs_with_foreign_sessions": sum(bool(r.get("foreign_sessions")) for r in runs),
             }
             if "emitted" in runs[0]:
@@ -430,68 +444,75 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
                 row["recorded_median"] = statistics.median(r["recorded"] for r in runs)
                 row["trace_bytes_median"] = statistics.median(r["trace_bytes"] for r in runs)
             rows[mode] = row
-        base = rows.get("untraced", {}).get("median_s")
-        cpu_base = rows.get("untraced", {}).get("median_cpu_s")
-        for mode, row in rows.items():
-            if base:
-                row["ratio"] = row["median_s"] / base
-                row["cpu_ratio"] = row["median_cpu_s"] / cpu_base
         entry: dict = {"modes": rows}
-        if "pyust" in rows and "cprofile" in rows:
-            entry["pyust_vs_cprofile"] = rows["pyust"]["median_s"] / rows["cprofile"]["median_s"]
-            entry["pyust_vs_cprofile_cpu"] = (rows["pyust"]["median_cpu_s"]
-                                              / rows["cprofile"]["median_cpu_s"])
-        if base:
-            for mode in ("pyust-dormant", "pyust"):
-                row = rows.get(mode)
-                if row and row.get("emitted_median"):
+        summary[workload] = entry
+        base = rows.get("untraced")
+        if base is not None:
+            for mode, row in rows.items():
+                row["ratio"] = row["median_s"] / base["median_s"]
+                row["paired_ratio"] = _paired(results, workload, mode, "untraced", "seconds")
+                row["min_ratio"] = row["min_s"] / base["min_s"]
+                row["cpu_ratio"] = row["median_cpu_s"] / base["median_cpu_s"]
+                if row.get("emitted_median"):
+                    events = row["emitted_median"]
                     row["ns_per_event_over_untraced"] = (
-                        (row["median_s"] - base) / row["emitted_median"] * 1e9)
+                        (row["median_s"] - base["median_s"]) / events * 1e9)
                     row["cpu_ns_per_event_over_untraced"] = (
-                        (row["median_cpu_s"] - cpu_base) / row["emitted_median"] * 1e9)
+                        (row["median_cpu_s"] - base["median_cpu_s"]) / events * 1e9)
         if "pyust" in rows and "pyust-dormant" in rows and rows["pyust"].get("emitted_median"):
             # What recording costs on top of the hook: LTTng's share per event.
             events = rows["pyust"]["emitted_median"]
+            dormant = rows["pyust-dormant"]
             rows["pyust"]["ns_per_event_over_dormant"] = (
-                (rows["pyust"]["median_s"] - rows["pyust-dormant"]["median_s"]) / events * 1e9)
+                (rows["pyust"]["median_s"] - dormant["median_s"]) / events * 1e9)
             rows["pyust"]["cpu_ns_per_event_over_dormant"] = (
-                (rows["pyust"]["median_cpu_s"] - rows["pyust-dormant"]["median_cpu_s"])
-                / events * 1e9)
-        summary[workload] = entry
+                (rows["pyust"]["median_cpu_s"] - dormant["median_cpu_s"]) / events * 1e9)
+        if "pyust" in rows and "cprofile" in rows:
+            entry["pyust_vs_cprofile"] = {
+                "ratio": rows["pyust"]["median_s"] / rows["cprofile"]["median_s"],
+                "paired_ratio": _paired(results, workload, "pyust", "cprofile", "seconds"),
+                "min_ratio": rows["pyust"]["min_s"] / rows["cprofile"]["min_s"],
+                "cpu_ratio": rows["pyust"]["median_cpu_s"] / rows["cprofile"]["median_cpu_s"],
+            }
     return summary
 
 
+def _x(value) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def print_table(summary: dict, results: list, stream=sys.stdout) -> None:
-    print(f"\n{'workload':8} {'mode':24} {'median s':>9} {'min s':>8} {'max s':>8} "
-          f"{'ratio':>7} {'ns/event':>9} {'cpu s':>8} {'cpu ratio':>9} {'cpu ns/ev':>9}",
-          file=stream)
+    print(f"\n{'workload':8} {'mode':24} {'median s':>8} {'min s':>7} {'ratio':>6} "
+          f"{'paired':>6} {'min':>6} {'cpu s':>7} {'cpu':>6} {'cpu ns/ev':>9}", file=stream)
     for workload, entry in summary.items():
         for mode, row in entry["modes"].items():
-            ratio = f"{row['ratio']:.2f}x" if "ratio" in row else "-"
-            cpu_ratio = f"{row['cpu_ratio']:.2f}x" if "cpu_ratio" in row else "-"
-            per_event = row.get("ns_per_event_over_untraced")
-            per_event = f"{per_event:.1f}" if per_event is not None else ""
-            cpu_per_event = row.get("cpu_ns_per_event_over_untraced")
-            cpu_per_event = f"{cpu_per_event:.1f}" if cpu_per_event is not None else ""
+            per_event = row.get("cpu_ns_per_event_over_untraced")
+            per_event = "" if per_event is None else f"{per_event:.1f}"
             flag = row["runs_with_foreign_sessions"]
             flag = f"  ({flag} runs overlapped other python:* sessions)" if flag else ""
-            print(f"{workload:8} {LABELS[mode]:24} {row['median_s']:9.3f} {row['min_s']:8.3f} "
-                  f"{row['max_s']:8.3f} {ratio:>7} {per_event:>9} {row['median_cpu_s']:8.3f} "
-                  f"{cpu_ratio:>9} {cpu_per_event:>9}{flag}", file=stream)
+            print(f"{workload:8} {LABELS[mode]:24} {row['median_s']:8.3f} {row['min_s']:7.3f} "
+                  f"{_x(row.get('ratio')):>6} {_x(row.get('paired_ratio')):>6} "
+                  f"{_x(row.get('min_ratio')):>6} {row['median_cpu_s']:7.3f} "
+                  f"{_x(row.get('cpu_ratio')):>6} {per_event:>9}{flag}", file=stream)
         recording = entry["modes"].get("pyust", {})
-        if "ns_per_event_over_dormant" in recording:
-            print(f"{workload:8} {'pyust - no session':24} {'':9} {'':8} {'':8} {'':7} "
-                  f"{recording['ns_per_event_over_dormant']:9.1f} {'':8} {'':9} "
-                  f"{recording['cpu_ns_per_event_over_dormant']:9.1f}", file=stream)
-        if "pyust_vs_cprofile" in entry:
-            print(f"{workload:8} {'pyust / cProfile':24} {'':9} {'':8} {'':8} "
-                  f"{entry['pyust_vs_cprofile']:6.2f}x {'':9} {'':8} "
-                  f"{entry['pyust_vs_cprofile_cpu']:8.2f}x", file=stream)
-    print("median s: perf_counter around the workload in the child; cpu s: the child's "
-          "thread_time,\nless sensitive to other load on the machine. ratio: median / untraced "
-          "median.\nns/event: (median - untraced median) / events the hook emitted (calls, "
-          "returns,\nregistrations; the hook also sees C calls, which it does not emit); on "
-          "the row\n'pyust - no session', what recording adds per event on top of the hook.",
+        if "cpu_ns_per_event_over_dormant" in recording:
+            print(f"{workload:8} {'pyust - no session':24} {'':8} {'':7} {'':6} {'':6} {'':6} "
+                  f"{'':7} {'':6} {recording['cpu_ns_per_event_over_dormant']:9.1f}",
+                  file=stream)
+        versus = entry.get("pyust_vs_cprofile")
+        if versus:
+            print(f"{workload:8} {'pyust / cProfile':24} {'':8} {'':7} {_x(versus['ratio']):>6} "
+                  f"{_x(versus['paired_ratio']):>6} {_x(versus['min_ratio']):>6} {'':7} "
+                  f"{_x(versus['cpu_ratio']):>6}", file=stream)
+    print("""
+median s, min s: time.perf_counter around the workload, in the child.
+ratio: median / untraced median. paired: median over rounds of the ratio within
+  a round (robust to slow changes of the machine's load). min: min / untraced min.
+cpu s, cpu: the child's thread_time (median) and its ratio: less sensitive to
+  other load on the machine.
+cpu ns/ev: (cpu - untraced cpu) / events the hook emitted (calls, returns,
+  registrations; the hook also sees C calls, which it does not emit); on the row
+  'pyust - no session', what recording adds per event on top of the hook.""",
           file=stream)
     runs = [r for r in results if r["mode"] == "pyust"]
     if runs:
@@ -591,6 +612,10 @@ def main(argv: list) -> int:
     print(f"{options.rounds} rounds, scale {options.scale}, modes {', '.join(options.modes)}; "
           f"session: {options.events}, contexts {','.join(options.contexts) or 'none'}, "
           f"channel {options.subbuf_size} x {options.num_subbuf} per CPU")
+    load = os.getloadavg()[0]
+    if load > 0.5 * (os.cpu_count() or 1):
+        print(f"warning: the machine is busy (load {load:.1f} on {os.cpu_count()} cores): wall "
+              "times are inflated and noisy; the cpu columns suffer less", file=sys.stderr)
     runner = Runner(options)
     results: list = []
     started = time.time()
@@ -648,6 +673,7 @@ def main(argv: list) -> int:
                 "wait_quiet_s": options.wait_quiet,
             },
             "elapsed_s": time.time() - started,
+            "loadavg_1min_at_start": load,
             "summary": summary,
             "runs": results,
         }
