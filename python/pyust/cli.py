@@ -18,11 +18,12 @@ import time
 
 from . import lttng, pth
 
-SUBCOMMANDS = ("run", "enable", "disable")
+SUBCOMMANDS = ("run", "report", "enable", "disable")
 
 _TOP_EPILOG = """\
 commands:
   run       create an LTTng session, trace the program into it, print a summary
+  report    profiles, call trees, flame graphs of a trace (through babeltrace2)
   enable    trace every interpreter of this environment when a variable is set
   disable   undo enable
 
@@ -273,7 +274,8 @@ def _disable_main(argv: list) -> int:
 
 def main(argv: list | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    commands = {"run": _run_main, "enable": _enable_main, "disable": _disable_main}
+    commands = {"run": _run_main, "enable": _enable_main, "disable": _disable_main,
+                "report": lambda args: __import__("pyust.report", fromlist=["main"]).main(args)}
     if not argv or argv[0] not in commands:
         # The program's own exceptions (KeyboardInterrupt included) propagate
         # exactly as they would untraced.

@@ -1,0 +1,605 @@
+"""`python -m pyust report`: profiles, call trees and flame graphs of a trace.
+
+    python -m pyust report TRACE... [--format profile|tree|lines|folded|chrome|svg] [-o FILE]
+           [--pid N] [--tid N] [--modules PREFIXES] [--min-duration D] [--from T] [--to T]
+
+The work is done by pyust's babeltrace2 plugin (src/plugin): this module checks the
+arguments and the traces, then runs
+
+    babeltrace2 [--plugin-path DIR] TRACE... -c sink.pyust.report -p format="..." ...
+
+as a subprocess, never through a shell. It needs only the standard library, so that
+it works with any interpreter pyust is installed for, bt2 or not.
+
+Why check the traces first: babeltrace2 2.0.4 can spin for ever on a truncated
+metadata file (the packet header survives, the text does not), so every `metadata`
+file is checked before babeltrace2 sees it, and babeltrace2 runs under a timeout.
+
+Where the plugin comes from: the directories of PYUST_PLUGIN_PATH (separated by
+':'), else the build tree's src/plugin when this package is the build tree's
+(build/python/pyust), else babeltrace2's system plugin directory, where
+scripts/setup installs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _datetime
+import os
+import re
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from .cli import UsageError, _Parser
+
+FORMATS = ("profile", "tree", "lines", "folded", "chrome", "svg")
+DEFAULT_TIMEOUT = 60.0
+PLUGIN_FILE = "babeltrace-plugin-pyust.so"
+PLUGIN_PATH_VARIABLE = "PYUST_PLUGIN_PATH"
+
+_EPILOG = """\
+formats:
+  profile  per function: calls, self and inclusive time, mean (cProfile's table)
+  tree     per thread, the call tree with inclusive and self times
+  lines    per file:line, hits and time (traces recorded with --lines)
+  folded   `frame;frame;frame self_ns` lines (flamegraph.pl, inferno, speedscope)
+  chrome   Chrome Trace Event JSON (Perfetto UI, chrome://tracing, speedscope)
+  svg      an interactive flame graph: click to zoom, hover, search
+
+durations (--min-duration): 250ns, 10us, 2ms, 1.5s; a bare number is ns.
+times (--from, --to), on the trace's clock:
+  1795315016693230182          ns from the clock's origin (LTTng: the Unix epoch)
+  1795315016.693230182, 3.5ms  seconds from the origin as babeltrace2 writes them,
+                               or a number with a unit (ns, us, ms, s)
+  +2.5s, +300ms                from the start of the trace (its first packet)
+  HH:MM[:SS[.NNNNNNNNN]]       local time on the day the trace starts
+  YYYY-MM-DD HH:MM[:SS[.N]]    local date and time (set TZ=UTC for UTC)
+Frames are clipped to the window; stacks are still rebuilt from the whole trace.
+
+A trace records every process that emitted python:* events while it was
+recording: use --pid to keep only yours (the pid is in `babeltrace2 TRACE`).
+What the trace could not tell exactly (started mid-call, lost events, frames
+open at the end) is said per thread at the end of profile, tree and lines, in
+chrome's otherData, and on standard error for folded and svg.
+
+Exit status: 0, 1 when the trace or babeltrace2 fails, 2 for a bad option.
+"""
+
+
+class ReportError(Exception):
+    """The trace cannot be read or babeltrace2 failed; exit status 1."""
+
+
+# ------------------------------------------------------------------ options
+
+_DURATION_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9}
+_NUMBER_WITH_UNIT = re.compile(r"(-?)(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?")
+_CLOCK_TIME = re.compile(
+    r"(?:(\d{4})-(\d{2})-(\d{2})[ T])?(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?")
+
+
+def parse_duration(text: str) -> int:
+    """"10us", "2ms", "1.5s", "250" (ns) -> ns. Raises ValueError."""
+    ns = _number_with_unit(text.strip(), default_unit="ns")
+    if ns is None or ns < 0:
+        raise ValueError(f"bad duration {text!r}: expected e.g. 250ns, 10us, 2ms, 1.5s")
+    return ns
+
+
+def _number_with_unit(text: str, default_unit: str):
+    """ns from "[-]NUMBER[UNIT]", or None when text is not of that form; a
+    fraction finer than 1 ns is refused."""
+    match = _NUMBER_WITH_UNIT.fullmatch(text)
+    if not match:
+        return None
+    sign, number, unit = match.groups()
+    try:
+        value = Decimal(number) * _DURATION_UNITS[unit or default_unit]
+    except InvalidOperation:
+        return None
+    if value != value.to_integral_value():
+        return None
+    return -int(value) if sign else int(value)
+
+
+def parse_time(text: str, trace_start=None) -> int:
+    """A time on the trace's clock -> ns from the clock's origin.
+
+    A bare integer is ns; a number with a fraction (or a unit) is seconds (or
+    that unit), as babeltrace2 prints them; +OFFSET is from trace_start() (ns,
+    called only when needed); HH:MM[:SS[.N]] is local time on the day of
+    trace_start(), and
+    YYYY-MM-DD HH:MM[:SS[.N]] a local date and time. Raises ValueError.
+    """
+    text = text.strip()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if text.startswith("+"):
+        offset = _number_with_unit(text[1:].strip(), default_unit="s")
+        if offset is None or offset < 0:
+            raise ValueError(f"bad time {text!r}: expected +SECONDS or +NUMBER UNIT, e.g. +2.5s")
+        return trace_start() + offset
+    ns = _number_with_unit(text, default_unit="s")
+    if ns is not None:
+        return ns
+    match = _CLOCK_TIME.fullmatch(text)
+    if not match:
+        raise ValueError(f"bad time {text!r}: expected ns (1795315016693230182), seconds "
+                         "(1795315016.693230182), HH:MM[:SS[.N]] or YYYY-MM-DD HH:MM[:SS[.N]]")
+    year, month, day, hour, minute, second, fraction = match.groups()
+    if year is None:
+        start = trace_start()
+        date = _datetime.datetime.fromtimestamp(start // 10**9).date()
+        year, month, day = date.year, date.month, date.day
+    try:
+        moment = _datetime.datetime(int(year), int(month), int(day), int(hour), int(minute),
+                                    int(second or 0))
+    except ValueError as error:
+        raise ValueError(f"bad time {text!r}: {error}") from None
+    nanoseconds = int((fraction or "0").ljust(9, "0"))
+    return int(moment.timestamp()) * 10**9 + nanoseconds
+
+
+def _duration_arg(text: str) -> int:
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _id_arg(text: str) -> int:
+    if not re.fullmatch(r"\d+", text.strip()) or int(text) >= 2**63:
+        raise argparse.ArgumentTypeError(f"bad id {text!r}: expected a process or thread id")
+    return int(text)
+
+
+def _timeout_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"bad timeout {text!r}: expected seconds >= 0")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m pyust report",
+        description=textwrap.fill(
+            "Rebuild the Python call stacks of LTTng traces recorded with pyust and "
+            "write a report: the hottest functions (default), call trees, per-line "
+            "times, folded stacks, a Chrome trace or an SVG flame graph. Runs "
+            "babeltrace2 with pyust's plugin (sink.pyust.report).", 79),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("traces", nargs="+", metavar="TRACE",
+                        help="trace directory (as `pyust run -o` or lttng wrote it; several "
+                             "are read as one, on one timeline)")
+    parser.add_argument("-f", "--format", choices=FORMATS, default="profile",
+                        help="what to write (default: profile; see formats below)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write to FILE (replaced only when the report is complete) "
+                             "instead of standard output")
+    parser.add_argument("--pid", type=_id_arg, metavar="N", help="only process N (its vpid)")
+    parser.add_argument("--tid", type=_id_arg, metavar="N", help="only thread N (its vtid)")
+    parser.add_argument("--modules", action="append", metavar="PREFIXES",
+                        help="show only frames of these modules: comma-separated module-name "
+                             "prefixes (numpy matches numpy.core, not numpyro; C functions by "
+                             "their owner, e.g. builtins); the time of hidden frames goes to "
+                             "their nearest shown caller; repeatable")
+    parser.add_argument("--min-duration", type=_duration_arg, metavar="D",
+                        help="leave out call paths shorter than D (tree, folded, chrome, svg; "
+                             "in folded their time goes to the caller), e.g. 10us, 2ms")
+    parser.add_argument("--from", dest="begin", metavar="T",
+                        help="only the part of the trace from time T (see times below)")
+    parser.add_argument("--to", dest="end", metavar="T",
+                        help="only the part of the trace up to time T")
+    parser.add_argument("--timeout", type=_timeout_arg, default=DEFAULT_TIMEOUT, metavar="S",
+                        help=f"stop babeltrace2 after S seconds (default: {DEFAULT_TIMEOUT:g}; "
+                             "0: no limit)")
+    parser.add_argument("--show-command", action="store_true",
+                        help="print the babeltrace2 command line on standard error first")
+    return parser
+
+
+# ------------------------------------------------------------------- traces
+
+_METADATA_MAGIC = 0x75D11D57
+# uint32 magic, uint8 uuid[16], uint32 checksum, content_size, packet_size (bits), then
+# uint8 compression, encryption and checksum schemes, major, minor (CTF 1.8, section 7.1).
+_PACKET_HEADER = "I16sIII5B"
+_PACKET_HEADER_SIZE = struct.calcsize("<" + _PACKET_HEADER)
+_TEXT_START = b"/* CTF 1.8"
+# A TSDL token that matters for balance: a comment, a string or character literal, an
+# unclosed one of those, or a brace.
+_TSDL_TOKEN = re.compile(
+    rb"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|(/\*|\"|')|([{}])", re.S)
+
+
+def find_metadata(trace: str) -> list:
+    """The CTF metadata files in and below a trace directory (sorted). Raises
+    ReportError when trace is not a directory holding at least one."""
+    if not os.path.exists(trace):
+        raise ReportError(f"no such trace directory: {trace}")
+    if not os.path.isdir(trace):
+        raise ReportError(f"{trace} is not a directory: give a trace directory (the -o of "
+                          "`pyust run`, or an LTTng session's output)")
+    found = []
+    is_empty = True
+    for directory, subdirs, files in os.walk(trace, onerror=_raise_walk_error):
+        subdirs.sort()
+        is_empty = is_empty and not files and not subdirs
+        if "metadata" in files:
+            found.append(os.path.join(directory, "metadata"))
+    if is_empty:
+        raise ReportError(f"{trace} is empty: not a trace")
+    if not found:
+        raise ReportError(f"{trace} is not a CTF trace: no metadata file in it or below")
+    return found
+
+
+def _raise_walk_error(error: OSError) -> None:
+    raise ReportError(f"cannot read {error.filename}: {error.strerror}")
+
+
+def check_metadata(path: str) -> None:
+    """Raises ReportError, naming what is wrong, unless path is a complete CTF 1.8
+    metadata file: packetized (every packet's header and content inside the file,
+    no compression, encryption or checksum) or plain text, whose declarations are
+    complete (braces, comments and strings closed)."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as error:
+        raise ReportError(f"cannot read the metadata file {path}: {error.strerror}") from None
+    if not data:
+        raise ReportError(f"damaged trace: the metadata file {path} is empty")
+    order = next((o for o in "<>" if data[:4] == struct.pack(o + "I", _METADATA_MAGIC)), None)
+    if order:
+        text = _packet_contents(path, data, order)
+    else:
+        if not data.startswith(_TEXT_START):
+            raise ReportError(f"not a CTF trace: {path} is neither packetized metadata "
+                              f"(magic 0x{_METADATA_MAGIC:08x}) nor text starting with "
+                              f"'{_TEXT_START.decode()}'")
+        text = data
+    _check_tsdl(path, text)
+
+
+def _packet_contents(path: str, data: bytes, order: str) -> bytes:
+    header = struct.Struct(order + _PACKET_HEADER)
+    contents = []
+    offset = 0
+    while offset < len(data):
+        where = f"the metadata file {path}, packet at byte {offset}"
+        if len(data) - offset < header.size:
+            raise ReportError(f"damaged trace (truncated?): {where}: its header is cut off "
+                              f"at byte {len(data)}")
+        magic, _uuid, _checksum, content_bits, packet_bits, compression, encryption, \
+            checksum_scheme, major, minor = header.unpack_from(data, offset)
+        if magic != _METADATA_MAGIC:
+            raise ReportError(f"damaged trace: {where}: bad magic 0x{magic:08x} "
+                              f"(expected 0x{_METADATA_MAGIC:08x})")
+        if (major, minor) != (1, 8):
+            raise ReportError(f"unsupported trace: {where}: CTF {major}.{minor} (expected 1.8)")
+        if compression or encryption or checksum_scheme:
+            raise ReportError(f"unsupported trace: {where}: compressed, encrypted or "
+                              "checksummed metadata")
+        if packet_bits % 8 or content_bits % 8 or not \
+                header.size * 8 <= content_bits <= packet_bits:
+            raise ReportError(f"damaged trace: {where}: impossible sizes (content "
+                              f"{content_bits} bits, packet {packet_bits} bits)")
+        content_end = offset + content_bits // 8
+        if content_end > len(data):
+            raise ReportError(f"damaged trace (truncated?): {where}: {content_bits // 8} bytes "
+                              f"of content, but the file ends at byte {len(data)}")
+        contents.append(data[offset + header.size:content_end])
+        offset += packet_bits // 8  # the last packet's padding may be cut off
+    return b"".join(contents)
+
+
+def _check_tsdl(path: str, text: bytes) -> None:
+    depth = 0
+    for match in _TSDL_TOKEN.finditer(text):
+        unclosed, brace = match.groups()
+        if unclosed:
+            raise ReportError(f"damaged trace (truncated?): the metadata of {path} ends in an "
+                              "unclosed comment or string")
+        if brace == b"{":
+            depth += 1
+        elif brace == b"}":
+            depth -= 1
+            if depth < 0:
+                raise ReportError(f"damaged trace: the metadata of {path} closes a brace it "
+                                  "never opened")
+    if depth:
+        raise ReportError(f"damaged trace (truncated?): the metadata of {path} ends inside a "
+                          "declaration (unclosed '{')")
+
+
+def trace_start(metadata_dirs: list, timeout: float) -> int:
+    """The time (ns from the origin) of the first packet of the traces, from
+    babeltrace2's babeltrace.trace-infos query. Raises ReportError."""
+    inputs = "[" + ", ".join(param_string(d) for d in metadata_dirs) + "]"
+    result = _run_quietly(["babeltrace2", "query", "src.ctf.fs", "babeltrace.trace-infos",
+                           "-p", f"inputs={inputs}"], timeout)
+    begins = [int(m) for m in re.findall(r"^\s*begin:\s*(-?\d+)\s*$", result, re.M)]
+    if not begins:
+        raise ReportError("cannot tell the day the trace starts: give --from/--to with a date "
+                          "(YYYY-MM-DD HH:MM:SS) or in ns")
+    return min(begins)
+
+
+# ---------------------------------------------------------------- babeltrace2
+
+def param_string(text: str) -> str:
+    """text as a double-quoted string of babeltrace2's parameter syntax.
+    Raises ReportError for text that is not valid Unicode (a path in another
+    encoding)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ReportError(f"{text!r} is not valid UTF-8: babeltrace2 cannot take it as a "
+                          "parameter (rename it)") from None
+    out = []
+    for char in text:
+        if char in '\\"':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\{ord(char):03o}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def plugin_dirs() -> list:
+    """The --plugin-path directories babeltrace2 needs to find pyust's plugin
+    (empty: it is in babeltrace2's system directory). Raises ReportError when
+    PYUST_PLUGIN_PATH names something that is not a directory."""
+    value = os.environ.get(PLUGIN_PATH_VARIABLE)
+    if value:
+        dirs = [d for d in value.split(os.pathsep) if d]
+        for directory in dirs:
+            if not os.path.isdir(directory):
+                raise ReportError(f"{PLUGIN_PATH_VARIABLE} names {directory}, which is not a "
+                                  "directory")
+        return [os.path.abspath(d) for d in dirs]
+    build_plugin = Path(__file__).resolve().parents[2] / "src" / "plugin"
+    if (build_plugin / PLUGIN_FILE).is_file():
+        return [str(build_plugin)]
+    return []
+
+
+def babeltrace2_command(traces: list, params: dict, plugin_path: list) -> list:
+    """The argument vector of the babeltrace2 run (no shell): traces are
+    absolute paths (never taken for options), params a dict of str or int."""
+    command = ["babeltrace2"]
+    for directory in plugin_path:
+        command += ["--plugin-path", directory]
+    command += [os.path.abspath(t) for t in traces]
+    command += ["-c", "sink.pyust.report"]
+    for name, value in params.items():
+        command += ["-p", f"{name}={value if isinstance(value, int) else param_string(value)}"]
+    return command
+
+
+def _require_babeltrace2() -> None:
+    if shutil.which("babeltrace2") is None:
+        raise ReportError("babeltrace2 is not installed (Debian: apt-get install babeltrace2, "
+                          "or run scripts/setup)")
+
+
+def _run_quietly(command: list, timeout: float) -> str:
+    """Runs a short babeltrace2 command; its standard output."""
+    try:
+        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                                timeout=timeout or None, text=True, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise ReportError(f"babeltrace2 did not answer within {timeout:g} s "
+                          f"({shlex.join(command[:4])})") from None
+    if result.returncode != 0:
+        raise ReportError(explain_failure(result.stderr, result.returncode))
+    return result.stdout
+
+
+_CAUSE_HEADER = re.compile(r"^(?:ERROR:|CAUSED BY)\s*\[([^\]]*)\][^\n]*\n", re.M)
+# A babeltrace2 log line: date, time, pid, tid, level, tag, function@file:line, message.
+_LOG_ERROR = re.compile(r"^\d\d-\d\d [\d:.]+\s+\d+\s+\d+ E (PLUGIN/\S+) \S+ (.*)$", re.M)
+_ADDRESS = re.compile(r"\s*[\w-]+-addr=0x[0-9a-fA-F]+,?")
+_QUOTED_PATH = re.compile(r"[`'](/[^`'\n]+)[`']")
+
+
+def babeltrace2_causes(stderr: str) -> list:
+    """The causes of babeltrace2's last error report, outermost first, as
+    (origin, message) pairs: origin is what is in brackets ("Babeltrace CLI",
+    "libbabeltrace2", "sink.pyust.report: 'sink.pyust.report'"), message one
+    line without object addresses."""
+    start = stderr.rfind("\nERROR:") + 1 if "\nERROR:" in stderr else 0
+    report = stderr[start:]
+    headers = list(_CAUSE_HEADER.finditer(report))
+    causes = []
+    for header, following in zip(headers, headers[1:] + [None]):
+        body = report[header.end():following.start() if following else len(report)]
+        causes.append((header.group(1), _ADDRESS.sub("", " ".join(body.split())).rstrip(", ")))
+    return causes
+
+
+def explain_failure(stderr: str, returncode: int) -> str:
+    """One line that says why babeltrace2 failed, from its standard error."""
+    causes = babeltrace2_causes(stderr)
+    if not causes:
+        lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+        return f"babeltrace2 failed (exit status {returncode}): " + (
+            lines[-1] if lines else "no message")
+    origin, message = causes[-1]
+    if "sink.pyust." in origin:
+        return re.sub(r"^Cannot initialize sink\.pyust\.report: ", "", message)
+    if re.search(r'Cannot find component class: plugin-name="pyust"', message):
+        return (f"babeltrace2 cannot find pyust's plugin ({PLUGIN_FILE}): run scripts/setup, "
+                f"which installs it, or set {PLUGIN_PATH_VARIABLE} to the build's src/plugin")
+    reading = "source.ctf" in origin or "query" in message
+    if not origin.endswith("'source.ctf.fs'"):
+        # A generic cause ("query method failed"): the plugin's own error log says more.
+        logged = _LOG_ERROR.search(stderr)
+        if logged:
+            message = _ADDRESS.sub("", logged.group(2)).rstrip(", ")
+            reading = reading or logged.group(1).startswith("PLUGIN/CTF")
+    paths = [p for _, text in causes for p in _QUOTED_PATH.findall(text)]
+    if paths and paths[-1] not in message:
+        message += f" (in {paths[-1]})"
+    if reading:
+        return f"damaged trace: babeltrace2 cannot read it: {message}"
+    return f"babeltrace2 failed (exit status {returncode}): {message}"
+
+
+def run_babeltrace2(command: list, timeout: float) -> str:
+    """Runs the report; its standard output goes to ours. Returns babeltrace2's
+    standard error (warnings, the sink's notes). Raises ReportError on failure
+    or timeout (the process is killed then)."""
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, stderr = child.communicate(timeout=timeout or None)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        raise ReportError(f"babeltrace2 did not finish within {timeout:g} s and was stopped: "
+                          "a damaged trace, or a large one (raise --timeout; 0 for no "
+                          "limit)") from None
+    except BaseException:  # KeyboardInterrupt: do not leave babeltrace2 running
+        child.kill()
+        child.wait()
+        raise
+    text = stderr.decode("utf-8", "replace")
+    if child.returncode != 0:
+        if child.returncode < 0:
+            raise ReportError(f"babeltrace2 was killed by signal {-child.returncode}")
+        raise ReportError(explain_failure(text, child.returncode))
+    return text
+
+
+# --------------------------------------------------------------------- main
+
+def _params(args: argparse.Namespace, metadata_dirs: list, output) -> dict:
+    params = {"format": args.format}
+    if output:
+        params["output"] = output
+    if args.pid is not None:
+        params["pid"] = args.pid
+    if args.tid is not None:
+        params["tid"] = args.tid
+    if args.modules:
+        prefixes = [p.strip() for value in args.modules for p in value.split(",") if p.strip()]
+        if not prefixes:
+            raise UsageError("--modules names no module: give comma-separated module names, "
+                             "e.g. --modules myproj,numpy")
+        params["modules"] = ",".join(prefixes)
+    if args.min_duration:
+        params["min-duration"] = args.min_duration
+
+    start = []
+
+    def trace_start_once() -> int:
+        if not start:
+            start.append(trace_start(metadata_dirs, args.timeout))
+        return start[0]
+
+    for option, name in (("begin", "--from"), ("end", "--to")):
+        text = getattr(args, option)
+        if text is None:
+            continue
+        try:
+            params[option] = parse_time(text, trace_start_once)
+        except ValueError as error:
+            raise UsageError(f"{name}: {error}") from None
+        if not -(2**63) <= params[option] < 2**63:
+            raise UsageError(f"{name}: {text!r} is out of range")
+    if "begin" in params and "end" in params and params["begin"] > params["end"]:
+        raise UsageError(f"--from {args.begin} is after --to {args.end}")
+    return params
+
+
+def _output_target(path: str) -> str:
+    """Checks -o FILE before babeltrace2 runs; its absolute path."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        raise UsageError(f"-o {path} is a directory: give a file name")
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise UsageError(f"-o {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) and not os.access(path, os.W_OK):
+        raise UsageError(f"-o {path}: cannot write into {parent}")
+    return path
+
+
+def _temporary_beside(path: str) -> str:
+    """A new empty file in path's directory, with the mode a new file gets."""
+    try:
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path),
+                                         prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as error:
+        raise ReportError(f"cannot write -o {path}: {error.strerror}") from None
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)
+    return temporary
+
+
+def report(args: argparse.Namespace) -> int:
+    """Runs one report as parsed by _parser(). Raises UsageError, ReportError."""
+    output = _output_target(args.output) if args.output else None
+    metadata = [m for trace in args.traces for m in find_metadata(trace)]
+    for path in metadata:
+        check_metadata(path)
+    _require_babeltrace2()
+    params = _params(args, sorted({os.path.dirname(m) for m in metadata}), output)
+    plugin_path = plugin_dirs()
+    if args.show_command:
+        print(shlex.join(babeltrace2_command(args.traces, params, plugin_path)), file=sys.stderr)
+
+    # A new file or a regular one is written beside the target and renamed at the end,
+    # so that a failed run leaves the previous file as it was; a symbolic link (such as
+    # /dev/stdout), a device or a pipe is written to in place.
+    temporary = None
+    if output and (not os.path.lexists(output) or
+                   (os.path.isfile(output) and not os.path.islink(output))):
+        temporary = params["output"] = _temporary_beside(output)
+    try:
+        sys.stdout.flush()
+        notes = run_babeltrace2(babeltrace2_command(args.traces, params, plugin_path),
+                                args.timeout)
+        if temporary:
+            os.replace(temporary, output)
+            temporary = None
+    finally:
+        if temporary:
+            os.unlink(temporary)
+    sys.stderr.write(notes)
+    return 0
+
+
+def main(argv: list) -> int:
+    """`python -m pyust report ARGS`: the exit status (0, 1 when the trace or
+    babeltrace2 fails, 2 for a bad option). One line `pyust: error: ...` on
+    standard error for each failure; bugs keep their traceback."""
+    try:
+        return report(_parser().parse_args(argv))
+    except UsageError as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 2
+    except ReportError as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 1
+
+
+__all__ = ["main", "ReportError", "parse_duration", "parse_time", "check_metadata",
+           "find_metadata", "param_string", "babeltrace2_command", "plugin_dirs"]
