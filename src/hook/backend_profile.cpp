@@ -128,6 +128,8 @@ int first_trace_callback(PyObject* obj, PyFrameObject* frame, int what, PyObject
     return trace_callback(obj, frame, what, arg);
 }
 
+bool is_ours(Py_tracefunc fn) noexcept;
+
 // Last event on a thread after stop(): close its stack and unhook it. A frame
 // being called was never opened, so only its callers are closed.
 int closing_callback(PyObject*, PyFrameObject* frame, int what, PyObject*) noexcept
@@ -136,7 +138,8 @@ int closing_callback(PyObject*, PyFrameObject* frame, int what, PyObject*) noexc
     close_stack(open);
     Py_XDECREF(open);
     PyEval_SetProfile(nullptr, nullptr);
-    PyEval_SetTrace(nullptr, nullptr);
+    if (is_ours(PyThreadState_Get()->c_tracefunc))
+        PyEval_SetTrace(nullptr, nullptr);
     return 0;
 }
 
@@ -154,11 +157,14 @@ Py_tracefunc trace_for(bool is_first) noexcept
     return is_first ? first_trace_callback : trace_callback;
 }
 
+// The trace function is touched only when line tracing uses it: without
+// lines, coverage.py or a debugger keeps its own.
 void install_on_current(bool is_first) noexcept
 {
     s_is_installing = true;
     PyEval_SetProfile(profile_for(is_first), nullptr);
-    PyEval_SetTrace(trace_for(is_first), nullptr);
+    if (g.options.lines)
+        PyEval_SetTrace(trace_for(is_first), nullptr);
     s_is_installing = false;
 }
 
@@ -243,7 +249,7 @@ void install()
         // the trace already: it resumes without announcing them again.
         const bool is_first = t->c_profilefunc != closing_callback;
         if (compat::set_profile(t, profile_for(is_first)) < 0 ||
-            compat::set_trace(t, trace_for(is_first)) < 0)
+            (g.options.lines && compat::set_trace(t, trace_for(is_first)) < 0))
             PyErr_Clear();
     });
     s_is_installing = false;
@@ -252,11 +258,15 @@ void install()
 void uninstall() noexcept
 {
     PyEval_SetProfile(nullptr, nullptr);
-    PyEval_SetTrace(nullptr, nullptr);
+    if (is_ours(PyThreadState_Get()->c_tracefunc))
+        PyEval_SetTrace(nullptr, nullptr);
     for_each_other_thread([](PyThreadState* t) {
-        const bool is_hooked = t->c_profilefunc != nullptr || t->c_tracefunc != nullptr;
-        if (compat::set_trace(t, nullptr) < 0 ||
-            compat::set_profile(t, is_hooked ? closing_callback : nullptr) < 0)
+        // The closing callback takes the profile slot, unless another tool
+        // holds it: that thread's frames then stay open in the trace.
+        const bool is_hooked = is_ours(t->c_profilefunc) || is_ours(t->c_tracefunc);
+        const bool may_close = is_ours(t->c_profilefunc) || t->c_profilefunc == nullptr;
+        if ((is_ours(t->c_tracefunc) && compat::set_trace(t, nullptr) < 0) ||
+            (is_hooked && may_close && compat::set_profile(t, closing_callback) < 0))
             PyErr_Clear();
     });
 }

@@ -224,3 +224,31 @@ def test_another_profiler_started_later(session, make_program):
         assert "during" not in names
         assert result.stderr.startswith("pyust: warning: sys.setprofile() replaced pyust's hook")
         assert len(result.stderr.splitlines()) == 1
+
+
+def test_coverage_py_and_pyust_together(session, make_program, tmp_path):
+    """coverage.py (Debian's, for Debian's interpreter) measures a program
+    that pyust traces: both get what they need."""
+    import subprocess
+
+    if subprocess.run([PYTHON, "-c", "import coverage"], capture_output=True).returncode:
+        pytest.skip(f"coverage.py is not installed for {PYTHON} (Debian: python3-coverage)")
+    program = make_program("""\
+        import pyust
+        def covered():
+            return 1
+        def uncovered():
+            return 2
+        with pyust.tracing():
+            covered()
+        """)
+    data = tmp_path / "coverage.data"
+    run = run_plain(["-m", "coverage", "run", f"--data-file={data}", program])
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
+    report = run_plain(["-m", "coverage", "report", "-m", f"--data-file={data}", program])
+    # Line 5 (the body of uncovered) is the only line not run.
+    row = next(line for line in report.stdout.splitlines() if line.startswith(program))
+    assert row.split()[1:] == ["7", "1", "86%", "5"]
+    names = [e["fields"]["name"] for e in session.read().of("python:call")]
+    assert "covered" in names
