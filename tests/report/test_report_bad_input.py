@@ -1,0 +1,178 @@
+"""Bad input to `pyust report`: each case answers within BAD_INPUT_LIMIT seconds with one
+line `pyust: error: ...` naming what is wrong, and a non-zero exit status.
+
+The damaged traces are copies of a real one. babeltrace2 2.0.4 spins for ever on some
+truncated metadata files (e.g. cut at byte 100 of the packetized metadata): those must be
+caught before babeltrace2 runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from report_harness import BAD_INPUT_LIMIT, child_env, ok, one_error_line, report
+
+
+def fails(*args, env=None) -> str:
+    result = report(*args, timeout=BAD_INPUT_LIMIT * 3, env=env)
+    assert result.seconds < BAD_INPUT_LIMIT, f"took {result.seconds:.1f} s"
+    return one_error_line(result)
+
+
+def copy_trace(source: Path, destination: Path) -> Path:
+    shutil.copytree(source, destination)
+    return destination
+
+
+def metadata_of(trace: Path) -> Path:
+    (metadata,) = trace.rglob("metadata")
+    return metadata
+
+
+def stream_files(trace: Path) -> list:
+    directory = metadata_of(trace).parent
+    return sorted(p for p in directory.iterdir() if p.is_file() and p.name != "metadata")
+
+
+def packet_contents(metadata: bytes) -> bytes:
+    """The TSDL text of packetized metadata (little-endian, as LTTng writes it on x86)."""
+    text, offset = b"", 0
+    while offset < len(metadata):
+        content_bits, packet_bits = struct.unpack_from("<II", metadata, offset + 24)
+        text += metadata[offset + 37:offset + content_bits // 8]
+        offset += packet_bits // 8
+    return text
+
+
+def test_no_such_directory(tmp_path):
+    assert "no such trace directory" in fails(tmp_path / "missing")
+
+
+def test_empty_directory(tmp_path):
+    assert "is empty: not a trace" in fails(tmp_path)
+
+
+def test_a_file_is_not_a_trace(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    assert "is not a directory" in fails(tmp_path / "notes.txt")
+
+
+def test_a_directory_without_metadata_is_not_a_trace(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "data").write_bytes(os.urandom(4096))
+    assert "not a CTF trace: no metadata file" in fails(tmp_path)
+
+
+def test_metadata_that_is_neither_packetized_nor_text(foo_bar_baz, tmp_path):
+    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+    metadata_of(trace).write_bytes(b"\x00" * 4096)
+    assert "neither packetized metadata" in fails(trace)
+
+
+@pytest.mark.parametrize("size", [0, 20, 37, 100, 2000])
+def test_truncated_metadata_is_caught_before_babeltrace2(foo_bar_baz, tmp_path, size):
+    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+    with open(metadata_of(trace), "r+b") as file:
+        file.truncate(size)
+    message = fails(trace)
+    assert "damaged trace" in message and str(metadata_of(trace)) in message
+
+
+def test_metadata_cut_at_a_packet_boundary(foo_bar_baz, tmp_path):
+    """Whole packets, but the declarations stop in the middle."""
+    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+    metadata = metadata_of(trace)
+    data = metadata.read_bytes()
+    packet_bits = struct.unpack_from("<I", data, 28)[0]
+    if len(data) <= packet_bits // 8:
+        pytest.fail("the metadata holds a single packet: cannot cut it at a packet boundary")
+    metadata.write_bytes(data[:packet_bits // 8])
+    assert "ends inside a declaration" in fails(trace)
+
+
+def test_truncated_text_metadata(foo_bar_baz, tmp_path):
+    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+    metadata = metadata_of(trace)
+    text = packet_contents(metadata.read_bytes())
+    assert text.startswith(b"/* CTF 1.8")
+    metadata.write_bytes(text)
+    ok(trace, "-f", "folded")  # the whole text is a valid trace
+    metadata.write_bytes(text[:len(text) * 2 // 3])
+    assert "damaged trace" in fails(trace)
+
+
+def test_text_metadata_with_a_syntax_error(foo_bar_baz, tmp_path):
+    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+    metadata = metadata_of(trace)
+    text = packet_contents(metadata.read_bytes())
+    metadata.write_bytes(text.replace(b"typealias integer", b"typealias intger", 1))
+    assert "damaged trace: babeltrace2 cannot read it" in fails(trace)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_damaged_stream_file(foo_bar_baz, tmp_path, damage):
+    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+    for stream in stream_files(trace):
+        data = bytearray(stream.read_bytes())
+        if damage == "truncate":
+            data = data[:100]
+        else:
+            data[100:1000] = os.urandom(900)
+        stream.write_bytes(bytes(data))
+    assert "damaged trace: babeltrace2 cannot read it" in fails(trace)
+
+
+def test_a_failed_run_keeps_the_previous_output(foo_bar_baz, tmp_path):
+    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+    for stream in stream_files(trace):
+        stream.write_bytes(stream.read_bytes()[:100])
+    output = tmp_path / "out.svg"
+    output.write_text("previous\n")
+    fails(trace, "-f", "svg", "-o", output)
+    assert output.read_text() == "previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.svg", "t"]
+
+
+def test_timeout_stops_babeltrace2(foo_bar_baz):
+    assert "did not finish within 0.001 s" in fails(foo_bar_baz.path, "--timeout", "0.001")
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--format", "pdf"], "invalid choice: 'pdf'"),
+    (["--pid", "-3"], "bad id '-3'"),
+    (["--tid", "abc"], "bad id 'abc'"),
+    (["--min-duration", "5parsecs"], "bad duration '5parsecs'"),
+    (["--min-duration", "1.5"], "bad duration '1.5'"),
+    (["--from", "yesterday"], "bad time 'yesterday'"),
+    (["--from", "2000", "--to", "1000"], "--from 2000 is after --to 1000"),
+    (["--from", "2026-13-01 10:00"], "month must be in 1..12"),
+    (["--modules", " , "], "--modules names no module"),
+    (["--timeout", "-1"], "bad timeout '-1'"),
+    (["-o", "/nonexistent-dir/out.svg"], "the directory /nonexistent-dir does not exist"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_parameters(foo_bar_baz, args, expected):
+    result = report(foo_bar_baz.path, *args, timeout=BAD_INPUT_LIMIT * 3)
+    assert result.seconds < BAD_INPUT_LIMIT
+    assert expected in one_error_line(result)
+    assert result.returncode == 2
+
+
+def test_output_that_is_a_directory(foo_bar_baz, tmp_path):
+    assert "is a directory" in fails(foo_bar_baz.path, "-o", tmp_path)
+
+
+def test_plugin_path_that_does_not_exist(foo_bar_baz, tmp_path):
+    env = child_env(PYUST_PLUGIN_PATH=str(tmp_path / "missing"))
+    assert "PYUST_PLUGIN_PATH names" in fails(foo_bar_baz.path, env=env)
+
+
+def test_no_trace_argument():
+    result = report(timeout=BAD_INPUT_LIMIT * 3)
+    assert "the following arguments are required: TRACE" in one_error_line(result)
+    assert result.returncode == 2
