@@ -14,6 +14,7 @@ which registers the process with the session daemon) loads on first use.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
@@ -27,6 +28,7 @@ __all__ = [
     "tracing",
     "rundown",
     "is_active",
+    "is_hooked",
     "emitted_events",
 ]
 
@@ -57,6 +59,9 @@ def _load():
             # The native side keeps LTTng-UST consistent across fork() on its
             # own; this announces the child's stack once Python is ready in it.
             os.register_at_fork(after_in_child=native.after_fork_child)
+            # The session watcher takes the GIL now and then: it must be gone
+            # before the interpreter finalises.
+            atexit.register(native.stop_watcher)
             _hook = native
     return _hook
 
@@ -86,7 +91,7 @@ def _prefixes(value) -> list:
 
 
 def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = False,
-          _hide_caller_stack: bool = False) -> None:
+          dormant: bool = True, _hide_caller_stack: bool = False) -> None:
     """Start tracing every thread of this interpreter.
 
     modules: module-name prefixes to trace ("numpy,pandas" or a list); by
@@ -95,7 +100,9 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     The most specific (longest) matching prefix decides; "__main__" is the
     script. c_calls: also emit python:c_call/c_return for C functions called
     from traced code. lines: also emit python:line for every line of traced
-    code.
+    code. dormant: while no LTTng session records python:* events, remove
+    the interpreter hooks (the program runs at untraced speed) and put them
+    back within 100 ms of a session starting to record; False keeps them.
 
     Frames already running (in this thread and others) are announced as calls
     when pyust first sees their thread, so each thread's trace is balanced.
@@ -116,7 +123,7 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
         threading.setprofile(_thread_bootstrap)
     try:
         native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
-                     include=include, exclude=excluded)
+                     include=include, exclude=excluded, dormant=dormant)
     except BaseException:
         if per_thread:
             threading.setprofile(None)
@@ -139,6 +146,12 @@ def is_active() -> bool:
     return _hook is not None and _hook.is_active()
 
 
+def is_hooked() -> bool:
+    """True while pyust's interpreter hooks are installed: tracing is on and
+    a session records python:* events (or dormancy is off)."""
+    return _hook is not None and _hook.is_hooked()
+
+
 def rundown() -> None:
     """Re-emit the registration of every code object and thread seen so far.
 
@@ -155,10 +168,10 @@ def emitted_events() -> int:
 
 
 @contextlib.contextmanager
-def tracing(*, modules=None, exclude=None, c_calls: bool = False,
-            lines: bool = False) -> Iterator[None]:
+def tracing(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = False,
+            dormant: bool = True) -> Iterator[None]:
     """Trace the body of a with statement (see start())."""
-    start(modules=modules, exclude=exclude, c_calls=c_calls, lines=lines)
+    start(modules=modules, exclude=exclude, c_calls=c_calls, lines=lines, dormant=dormant)
     try:
         yield
     finally:

@@ -59,6 +59,10 @@ def _add_hook_options(parser: argparse.ArgumentParser) -> None:
                         help="also trace calls of C functions (python:c_call/c_return)")
     parser.add_argument("--lines", action="store_true",
                         help="also trace every line run (python:line)")
+    parser.add_argument("--no-dormant", action="store_true",
+                        help="keep the interpreter hooks installed while no session records "
+                             "(by default they are removed then, and come back within 100 ms "
+                             "of a session starting to record python:*)")
     parser.add_argument("target", nargs=argparse.REMAINDER,
                         help="the program: script.py args, or -m module args (after --)")
 
@@ -74,6 +78,7 @@ def _split_target(args: argparse.Namespace, prog: str) -> list:
 
 def _hook_flags(args: argparse.Namespace) -> list:
     flags = (["--c-calls"] if args.c_calls else []) + (["--lines"] if args.lines else [])
+    flags += ["--no-dormant"] if args.no_dormant else []
     for option in ("modules", "exclude"):
         for value in getattr(args, option) or []:
             flags += [f"--{option}", value]
@@ -106,7 +111,7 @@ def _hook_main(argv: list) -> int:
 
     def start():
         pyust.start(modules=args.modules, exclude=args.exclude, c_calls=args.c_calls,
-                    lines=args.lines, _hide_caller_stack=True)
+                    lines=args.lines, dormant=not args.no_dormant, _hide_caller_stack=True)
 
     try:
         _runner.run(target, start)

@@ -29,22 +29,28 @@ PYBIND11_MODULE(_native, m)
     m.def(
         "start",
         [](bool c_calls, bool lines, bool hide_caller_stack, std::vector<std::string> include,
-           std::vector<std::string> exclude) {
+           std::vector<std::string> exclude, bool dormant) {
             hook::Options options;
             options.c_calls = c_calls;
             options.lines = lines;
             options.hide_caller_stack = hide_caller_stack;
             options.include = std::move(include);
             options.exclude = std::move(exclude);
+            options.is_dormant_allowed = dormant;
             hook::start(options);
         },
         py::kw_only(), py::arg("c_calls") = false, py::arg("lines") = false,
         py::arg("hide_caller_stack") = false, py::arg("include") = std::vector<std::string>{},
-        py::arg("exclude") = std::vector<std::string>{}, "Start tracing every thread.");
+        py::arg("exclude") = std::vector<std::string>{}, py::arg("dormant") = true,
+        "Start tracing every thread.");
     m.def("stop", &hook::stop, "Stop tracing every thread.");
     m.def("backend", &hook::backend::name,
           "The interpreter hook in use: \"setprofile\" (up to 3.11) or \"monitoring\".");
     m.def("is_active", &hook::is_active);
+    m.def("is_hooked", &hook::is_hooked,
+          "Whether the interpreter hooks are installed (false while dormant).");
+    m.def("stop_watcher", &hook::stop_watcher,
+          "Stop the session watcher (an atexit hook: before finalisation).");
     m.def("rundown", &hook::rundown,
           "Re-emit every process, thread and code registration event.");
     m.def("attach_current_thread", &hook::attach_current_thread, py::arg("name"),

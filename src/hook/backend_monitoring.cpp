@@ -332,7 +332,7 @@ void check_free()
                           "by other tools (debuggers, profilers, coverage); stop one first");
 }
 
-void install()
+void install(bool is_caller_announced)
 {
     load();
     m.tool = free_tool_id();
@@ -346,15 +346,16 @@ void install()
     // filter takes its own verdicts.
     is_ok = is_ok && call_ok(call_monitoring("restart_events", nullptr));
     // The caller's stack was announced by start(): its thread is current.
-    t_generation = g.generation;
+    if (is_caller_announced)
+        t_generation = g.generation;
     is_ok = is_ok && call_ok(call_monitoring("set_events", "(il)", m.tool, event_mask()));
     if (!is_ok) {
-        uninstall();
+        uninstall(false);
         throw TracerError("Cannot start tracing: sys.monitoring refused pyust's callbacks");
     }
 }
 
-void uninstall() noexcept
+void uninstall(bool) noexcept
 {
     if (m.tool < 0)
         return;

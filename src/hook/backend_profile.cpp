@@ -234,7 +234,7 @@ void check_free()
                           "it first or trace without lines");
 }
 
-void install()
+void install(bool is_caller_announced)
 {
     static bool has_audit_hook = false;
     if (!has_audit_hook) {
@@ -242,7 +242,8 @@ void install()
             PyErr_Clear();
         has_audit_hook = true;
     }
-    install_on_current(false);
+    if (is_caller_announced)
+        install_on_current(false);
     s_is_installing = true;
     for_each_other_thread([](PyThreadState* t) {
         // A thread still closing from the last stop() has its frames open in
@@ -255,20 +256,25 @@ void install()
     s_is_installing = false;
 }
 
-void uninstall() noexcept
+void uninstall(bool close_stacks) noexcept
 {
-    PyEval_SetProfile(nullptr, nullptr);
-    if (is_ours(PyThreadState_Get()->c_tracefunc))
+    s_is_installing = true;
+    PyThreadState* self = PyThreadState_Get();
+    if (is_ours(self->c_profilefunc))
+        PyEval_SetProfile(nullptr, nullptr);
+    if (is_ours(self->c_tracefunc))
         PyEval_SetTrace(nullptr, nullptr);
-    for_each_other_thread([](PyThreadState* t) {
+    for_each_other_thread([close_stacks](PyThreadState* t) {
         // The closing callback takes the profile slot, unless another tool
         // holds it: that thread's frames then stay open in the trace.
         const bool is_hooked = is_ours(t->c_profilefunc) || is_ours(t->c_tracefunc);
         const bool may_close = is_ours(t->c_profilefunc) || t->c_profilefunc == nullptr;
+        Py_tracefunc last = close_stacks ? closing_callback : nullptr;
         if ((is_ours(t->c_tracefunc) && compat::set_trace(t, nullptr) < 0) ||
-            (is_hooked && may_close && compat::set_profile(t, closing_callback) < 0))
+            (is_hooked && may_close && compat::set_profile(t, last) < 0))
             PyErr_Clear();
     });
+    s_is_installing = false;
 }
 
 void attach_current_thread() noexcept

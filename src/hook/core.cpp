@@ -8,6 +8,10 @@
 // is named "?".
 #include "core.hpp"
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
 #include <new>
 #include <vector>
 
@@ -103,6 +107,117 @@ void release(std::vector<PyFrameObject*>& frames) noexcept
     frames.clear();
 }
 
+// ------------------------------------------------------------ dormant hooks
+//
+// With no session recording python:*, the interpreter hooks are removed: the
+// program runs at untraced speed. A native thread polls LTTng's enabled flags
+// (no GIL needed) every k_watch_period_ms and, when they change, takes the GIL
+// to put the hooks back (every thread then announces its stack at its next
+// event, and a rundown names everything) or to remove them. pthreads rather
+// than std::thread: the child of a fork() must be able to forget the thread.
+
+constexpr long k_watch_period_ms = 50;
+
+struct Watcher {
+    pthread_t thread{};
+    pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+    bool is_running = false;  // guarded by mutex
+    bool is_stopping = false; // guarded by mutex
+    std::atomic<bool> is_hooked{false}; // mirrors g.is_hooked, read without the GIL
+};
+
+Watcher& w = *new Watcher; // never destroyed, like g
+
+void set_hooked(bool is_hooked) noexcept
+{
+    g.is_hooked = is_hooked;
+    w.is_hooked.store(is_hooked);
+}
+
+// A session started recording: hooks back on, everything named again.
+void wake_up() noexcept
+{
+    ++g.generation;
+    try {
+        backend::install(false);
+        set_hooked(true);
+    } catch (const std::exception& error) {
+        PyErr_Clear();
+        static bool has_warned = false;
+        if (!has_warned)
+            std::fprintf(stderr, "pyust: warning: %s\n", error.what());
+        has_warned = true;
+        return;
+    }
+    g.was_code_enabled = g.emitter->is_code_enabled();
+    rundown();
+}
+
+// The last session stopped recording: hooks off.
+void go_dormant() noexcept
+{
+    backend::uninstall(false);
+    set_hooked(false);
+}
+
+timespec deadline_after(long ms) noexcept
+{
+    timespec t{};
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += (ms % 1000) * 1000000L;
+    t.tv_sec += ms / 1000 + t.tv_nsec / 1000000000L;
+    t.tv_nsec %= 1000000000L;
+    return t;
+}
+
+void* watch(void*) noexcept
+{
+    pthread_mutex_lock(&w.mutex);
+    while (!w.is_stopping) {
+        const timespec deadline = deadline_after(k_watch_period_ms);
+        while (!w.is_stopping && pthread_cond_timedwait(&w.wake, &w.mutex, &deadline) != ETIMEDOUT) {
+        }
+        if (w.is_stopping)
+            break;
+        const bool is_recording = g.emitter->is_recording();
+        if (is_recording == w.is_hooked.load())
+            continue;
+        pthread_mutex_unlock(&w.mutex);
+        if (compat::is_finalizing()) {
+            pthread_mutex_lock(&w.mutex);
+            break;
+        }
+        const PyGILState_STATE gil = PyGILState_Ensure();
+        // stop() clears is_active under the GIL before it waits for us.
+        if (g.is_active && is_recording != g.is_hooked) {
+            if (is_recording)
+                wake_up();
+            else
+                go_dormant();
+        }
+        PyGILState_Release(gil);
+        pthread_mutex_lock(&w.mutex);
+    }
+    w.is_running = false;
+    pthread_mutex_unlock(&w.mutex);
+    return nullptr;
+}
+
+// Starts the watcher unless it runs. false when no thread could be made.
+bool start_watcher() noexcept
+{
+    pthread_mutex_lock(&w.mutex);
+    bool is_ok = true;
+    if (!w.is_running) {
+        w.is_stopping = false;
+        is_ok = pthread_create(&w.thread, nullptr, watch, nullptr) == 0;
+        w.is_running = is_ok;
+    }
+    pthread_mutex_unlock(&w.mutex);
+    return is_ok;
+}
+
 // pthread_atfork handlers: they run inside fork() itself, after Python's own
 // before-fork hooks, which is where liblttng-ust-fork.so would act too.
 void fork_prepare() noexcept
@@ -122,6 +237,12 @@ void fork_parent() noexcept
 void fork_child() noexcept
 {
     lttng_ust_after_fork_child(&g.fork_sigset);
+    // The watcher thread does not exist in the child, and its lock may have
+    // been held at the fork: start afresh (after_fork_child restarts it).
+    new (&w.mutex) pthread_mutex_t(PTHREAD_MUTEX_INITIALIZER);
+    new (&w.wake) pthread_cond_t(PTHREAD_COND_INITIALIZER);
+    w.is_running = false;
+    w.is_stopping = false;
     try {
         std::string name = "MainThread";
         g.registry->for_each_thread([&](std::int64_t tid, const std::string& n) {
@@ -322,11 +443,20 @@ void start(const Options& options)
         hide_stack(frame);
     else
         open_stack(frame);
-    try {
-        backend::install();
-    } catch (...) {
-        close_stack(frame);
-        throw;
+    // Dormant from the start when no session records (the stack announced
+    // above then went nowhere; the hooks announce it again when they wake).
+    const bool is_dormant = options.is_dormant_allowed && !g.emitter->is_recording() &&
+                            start_watcher();
+    if (!is_dormant) {
+        try {
+            backend::install(true);
+        } catch (...) {
+            close_stack(frame);
+            throw;
+        }
+        set_hooked(true);
+        if (options.is_dormant_allowed)
+            start_watcher();
     }
     g.is_active = true;
 }
@@ -336,13 +466,37 @@ void stop() noexcept
     if (!g.is_active)
         return;
     g.is_active = false;
-    backend::uninstall();
-    close_stack(PyEval_GetFrame());
+    stop_watcher();
+    if (g.is_hooked) {
+        backend::uninstall(true);
+        set_hooked(false);
+        close_stack(PyEval_GetFrame());
+    }
 }
 
 bool is_active() noexcept
 {
     return g.is_active;
+}
+
+bool is_hooked() noexcept
+{
+    return g.is_hooked;
+}
+
+void stop_watcher() noexcept
+{
+    pthread_mutex_lock(&w.mutex);
+    const bool is_running = w.is_running;
+    w.is_stopping = true;
+    pthread_cond_signal(&w.wake);
+    pthread_mutex_unlock(&w.mutex);
+    if (!is_running)
+        return;
+    // The watcher may be waiting for the GIL: let it have it.
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(w.thread, nullptr);
+    Py_END_ALLOW_THREADS
 }
 
 void rundown() noexcept
@@ -363,7 +517,8 @@ void attach_current_thread(const std::string& name)
     if (!g.is_active)
         return;
     name_thread(current_tid(), name);
-    backend::attach_current_thread();
+    if (g.is_hooked)
+        backend::attach_current_thread();
 }
 
 void name_thread(std::int64_t tid, const std::string& name)
@@ -390,6 +545,8 @@ void after_fork_child() noexcept
     // The child's thread continues the parent's stack: announce it, so the
     // child's own stream is balanced.
     open_stack(PyEval_GetFrame());
+    if (g.options.is_dormant_allowed)
+        start_watcher();
 }
 
 } // namespace pyust::hook

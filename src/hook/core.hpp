@@ -19,6 +19,7 @@ namespace pyust::hook {
 struct State {
     bool is_initialised = false;
     bool is_active = false;
+    bool is_hooked = false;        // the interpreter hooks are installed
     bool was_code_enabled = false; // python:code enabled at the last check
     Options options;
     prefix::Filter filter;        // the module filter of the current start()
@@ -85,12 +86,16 @@ const char* name() noexcept;
 // Precondition: g.options holds the options of the start() being made.
 void check_free();
 
-// Installs the hook for every thread; the caller's stack is handled by
-// start(). Throws TracerError.
-void install();
+// Installs the hook for every thread. With is_caller_announced, the calling
+// thread's stack was announced by start() and it gets the steady callbacks;
+// without (the session watcher's thread, which runs no Python), every thread
+// announces its stack at its next event. Throws TracerError.
+void install(bool is_caller_announced);
 
-// Removes the hook from every thread. noexcept.
-void uninstall() noexcept;
+// Removes the hook from every thread. With close_stacks, each thread's open
+// frames get returns (stop()); without, they are left (a session ended).
+// noexcept.
+void uninstall(bool close_stacks) noexcept;
 
 // Installs the hook on the calling thread, started after install(). noexcept.
 void attach_current_thread() noexcept;

@@ -28,6 +28,11 @@ public:
     // re-emit registrations when a session starts after the program did.
     virtual bool is_code_enabled() const noexcept = 0;
 
+    // True while some session records Python's calls, returns or lines: with
+    // none, a dormant hook removes itself from the interpreter. Safe to call
+    // without the GIL (it reads LTTng's enabled flags).
+    virtual bool is_recording() const noexcept = 0;
+
     // How many events this emitter has handed to LTTng (enabled or not is
     // LTTng's business: this counts the hook's side of the accounting).
     std::uint64_t emitted() const noexcept { return m_emitted; }

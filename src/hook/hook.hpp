@@ -28,6 +28,10 @@ struct Options {
     // The most specific prefix decides, once per code object.
     std::vector<std::string> include;
     std::vector<std::string> exclude;
+    // Remove the interpreter hooks while no session records python:* events,
+    // and put them back (within 100 ms) when one does: untraced speed while
+    // nobody listens.
+    bool is_dormant_allowed = true;
 };
 
 // Prepares the hook once per process. own_dir: pyust's package directory with
@@ -49,6 +53,15 @@ void start(const Options& options);
 void stop() noexcept;
 
 bool is_active() noexcept;
+
+// Whether the interpreter hooks are installed right now (false while a
+// dormant hook waits for a session).
+bool is_hooked() noexcept;
+
+// Stops the thread that watches for sessions (dormant hooks), waiting for it
+// with the GIL released. Called at interpreter exit, before finalisation; a
+// later start() starts it again. noexcept.
+void stop_watcher() noexcept;
 
 // Re-emits process, thread and code registration events for everything seen,
 // for a session that started after the program did.

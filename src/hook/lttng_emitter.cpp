@@ -55,6 +55,12 @@ public:
     {
         return lttng_ust_tracepoint_enabled(python, code);
     }
+    bool is_recording() const noexcept override
+    {
+        return lttng_ust_tracepoint_enabled(python, call) ||
+               lttng_ust_tracepoint_enabled(python, return) ||
+               lttng_ust_tracepoint_enabled(python, line);
+    }
 };
 
 } // namespace

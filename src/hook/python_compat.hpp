@@ -79,6 +79,15 @@ inline int set_trace(PyThreadState* tstate, Py_tracefunc fn) noexcept
 #define PYUST_HAS_PER_THREAD_SETTERS 0
 #endif
 
+inline bool is_finalizing() noexcept
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing() != 0;
+#else
+    return _Py_IsFinalizing() != 0;
+#endif
+}
+
 // The pending exception, saved around work that may clobber it.
 class SavedError {
 public:

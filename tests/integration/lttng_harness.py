@@ -158,9 +158,12 @@ class Session:
 
     def start(self):
         lttng("start", self.name)
+        self.is_recording = True
 
     def stop(self):
-        lttng("stop", self.name)
+        if getattr(self, "is_recording", False):
+            lttng("stop", self.name)
+            self.is_recording = False
 
     def read(self) -> Trace:
         self.stop()

@@ -118,7 +118,7 @@ def test_session_started_after_the_program_gets_the_names(session, make_program,
 
     session.destroy()  # this test runs its own, later session
     program = make_program("""\
-        import sys
+        import sys, time
         import pyust
         def early():
             return 1
@@ -126,6 +126,9 @@ def test_session_started_after_the_program_gets_the_names(session, make_program,
         early()
         print("ready", flush=True)
         sys.stdin.readline()
+        deadline = time.monotonic() + 10
+        while not pyust.is_hooked() and time.monotonic() < deadline:
+            time.sleep(0.002)  # dormant: the hooks come back when the session records
         early()
         pyust.rundown()
         pyust.stop()
@@ -150,8 +153,8 @@ def test_session_started_after_the_program_gets_the_names(session, make_program,
                  if e["fields"]["name"] == "early"]
     assert early_ids
     registrations = [e for e in trace.of("python:code") if e["fields"]["id"] == early_ids[0]]
-    # One from the automatic rundown when the session started, one from the
-    # explicit pyust.rundown().
+    # One from the automatic rundown when the hooks woke up for the session,
+    # one from the explicit pyust.rundown().
     assert len(registrations) == 2
     first_call = trace.events.index(next(e for e in trace.of("python:call")
                                          if e["fields"]["id"] == early_ids[0]))

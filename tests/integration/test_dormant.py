@@ -1,0 +1,83 @@
+"""Dormant hooks: with pyust on but no session recording, the interpreter
+hooks are removed; they come back when a session enables the python events,
+and go again when none does (LTTng keeps a stopped session's events enabled:
+the hooks go at `lttng destroy` or `lttng disable-event`)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from lttng_harness import PYTHON, Session, assert_balanced, child_env
+
+LONG_RUNNING = """\
+import sys, time
+import pyust
+
+def tick(n):
+    return helper(n) + 1
+
+def helper(n):
+    return n * 2
+
+pyust.start()
+print("hooked" if pyust.is_hooked() else "dormant", flush=True)
+for line in sys.stdin:
+    if line.strip() == "quit":
+        break
+    # wait until the hooks follow the session: on or off, as asked
+    want = line.strip() == "on"
+    deadline = time.monotonic() + 10
+    while pyust.is_hooked() != want and time.monotonic() < deadline:
+        time.sleep(0.002)
+    for i in range(100):
+        tick(i)
+    print("hooked" if pyust.is_hooked() else "dormant", flush=True)
+pyust.stop()
+"""
+
+
+def test_sessions_started_and_stopped_twice_while_running(make_program, tmp_path):
+    program = make_program(LONG_RUNNING)
+    child = subprocess.Popen([PYTHON, program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, env=child_env())
+
+    def say(word):
+        child.stdin.write(word + "\n")
+        child.stdin.flush()
+        return child.stdout.readline().strip()
+
+    traces = []
+    try:
+        assert child.stdout.readline().strip() == "dormant"  # no session yet
+        for round_ in range(2):
+            session = Session(tmp_path, directory=f"trace-{round_}")
+            try:
+                session.start()
+                assert say("on") == "hooked"
+                traces.append(session.read())
+            finally:
+                session.destroy()
+            assert say("off") == "dormant"
+        child.stdin.write("quit\n")
+        child.stdin.flush()
+        assert child.wait(timeout=60) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+    for trace in traces:
+        calls = [e for e in trace.of("python:call") if e["fields"]["name"] == "tick"]
+        assert len(calls) == 100
+        # Every code id the trace uses is named in it (the wake-up rundown).
+        codes = trace.codes
+        for e in trace.of("python:call", "python:return"):
+            assert e["fields"]["id"] in codes
+        assert any(e["fields"]["name"] == "MainThread" for e in trace.of("python:thread"))
+        # The stack announced at wake-up opens the frames the returns close;
+        # the module's frame is still running when the session stops. (The
+        # rundown's events come from pyust's watcher thread, with no calls.)
+        main = [events for events in trace.threads().values() if trace.flow(events)]
+        assert len(main) == 1
+        open_frames = assert_balanced(trace, main[0], closed=False)
+        assert [codes[i]["qualname"] for i in open_frames] == ["<module>"]
