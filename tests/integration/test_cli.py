@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -203,3 +204,40 @@ def test_enable_disable_pth(make_program, tmp_path, session):
     trace = session.read()
     g_calls = [e for e in trace.of("python:call") if e["fields"]["name"] == "g"]
     assert len(g_calls) == 1  # the traced run only
+
+
+def test_ctrl_c_between_create_and_start_leaves_no_session(make_program, tmp_path):
+    """Ctrl-C while `pyust run` sets its session up: one line, status 130,
+    and the half-made session is destroyed. A wrapper in front of the real
+    lttng holds `enable-channel` long enough to interrupt it there."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,
+                          text=True).stdout.strip()
+    wrapper = bin_dir / "lttng"
+    wrapper.write_text(f"#!/bin/sh\n"
+                       f"[ \"$1\" = enable-channel ] && {{ touch {tmp_path}/held; sleep 60; }}\n"
+                       f"exec {real} \"$@\"\n")
+    wrapper.chmod(0o755)
+    name = unique_name("cc")
+    env = child_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    child = subprocess.Popen([PYTHON, "-m", "pyust", "run", "--name", name, "-o",
+                              str(tmp_path / "t"), "--", make_program(SIMPLE)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             start_new_session=True)
+    try:
+        for _ in range(600):
+            if (tmp_path / "held").exists():
+                break
+            time.sleep(0.05)
+        assert name in session_names()  # created, not started
+        os.killpg(child.pid, signal.SIGINT)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        lttng("destroy", name, check=False)
+    assert child.returncode == 130
+    assert child.stderr.read().strip() == "pyust: interrupted"
+    _no_session_left(name)
