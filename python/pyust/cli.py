@@ -134,8 +134,9 @@ def _run_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help="trace directory (must not exist or be empty; default: "
-                             "lttng's, $LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
+                        help="trace directory, created private (0700); it must not exist or "
+                             "be empty, and not be a symbolic link (default: lttng's, "
+                             "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
     parser.add_argument("--name", help="session name (default: pyust-PID-TIME)")
     parser.add_argument("--subbuf-size", default="1M", metavar="SIZE",
                         help="sub-buffer size of the channel, per CPU (default: 1M)")
@@ -151,13 +152,24 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _check_output_dir(path: str) -> str:
+    """The trace directory, made private (0700) here unless it exists empty.
+    A symbolic link is refused: nobody can steer the trace elsewhere."""
     path = os.path.abspath(path)
-    if os.path.exists(path):
-        if not os.path.isdir(path):
-            raise UsageError(f"--output {path} exists and is not a directory")
-        if os.listdir(path):
-            raise UsageError(f"--output {path} is not empty: choose another directory "
-                             "or remove this one")
+    if os.path.islink(path):
+        raise UsageError(f"--output {path} is a symbolic link: give the directory itself")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkdir(path, 0o700)
+        return path
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise UsageError(f"--output {path}: cannot create it: {error.strerror}") from None
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise UsageError(f"--output {path} exists and is not a directory")
+    if os.listdir(path):
+        raise UsageError(f"--output {path} is not empty: choose another directory "
+                         "or remove this one")
     return path
 
 

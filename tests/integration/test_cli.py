@@ -129,6 +129,21 @@ def test_output_directory_must_be_empty(make_program, tmp_path):
     assert (out / "keep.txt").read_text() == "precious"
 
 
+def test_output_directory_is_private_and_never_a_link(make_program, tmp_path):
+    program = make_program(SIMPLE)
+    out = tmp_path / "deep" / "trace"
+    assert run_pyust(["run", "-o", str(out), "--", program]).returncode == 0
+    assert (out.stat().st_mode & 0o777) == 0o700
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    result = run_pyust(["run", "-o", str(link), "--", program])
+    assert result.returncode == 2
+    assert "is a symbolic link" in result.stderr
+    assert list(target.iterdir()) == []
+
+
 def test_session_name_taken(make_program, tmp_path):
     name = unique_name("taken")
     lttng("create", name, "--output", str(tmp_path / "other"))
