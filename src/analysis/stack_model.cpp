@@ -52,6 +52,14 @@ std::size_t Thread::open_depth(std::uint64_t code_id) const noexcept
     return index;
 }
 
+std::size_t Thread::open_native_depth(FrameId id) const noexcept
+{
+    std::size_t index = m_frames.size();
+    while (index > 0 && !(m_frames[index - 1].id == id))
+        --index;
+    return index;
+}
+
 void StackModel::set_window(Timestamp begin, Timestamp end) noexcept
 {
     m_begin = begin;
@@ -180,7 +188,6 @@ void StackModel::on_call(Thread& thread, std::uint64_t code_id)
 void StackModel::on_return(Thread& thread, std::uint64_t code_id)
 {
     const Timestamp ts = thread.m_last_ts;
-    auto& frames = thread.m_frames;
     const std::size_t index = thread.open_depth(code_id);
     if (index == 0) {
         // Nothing of that code is open: it was called before the trace started (or its call
@@ -189,13 +196,72 @@ void StackModel::on_return(Thread& thread, std::uint64_t code_id)
         note(thread, GapKind::unmatched_return, thread.m_first_ts, ts, 1);
         return;
     }
-    const std::size_t above = frames.size() - index;
+    pop_to(thread, index, ts);
+}
+
+void StackModel::pop_to(Thread& thread, std::size_t depth, Timestamp ts)
+{
+    auto& frames = thread.m_frames;
+    const std::size_t above = frames.size() - depth;
     if (above > 0) {
-        note(thread, GapKind::mismatched_return, frames[index].begin, ts, above);
+        note(thread, GapKind::mismatched_return, frames[depth].begin, ts, above);
         for (std::size_t i = 0; i < above; ++i)
             pop(thread, ts);
     }
     pop(thread, ts);
+}
+
+FrameId StackModel::native_id(std::int64_t pid, std::uint64_t address, std::string_view func,
+                              std::string_view bin)
+{
+    const auto [it, is_new] =
+        m_native_index.try_emplace(NativeKey{pid, address}, m_native_labels.size());
+    if (!is_new && (m_native_resolved[it->second] || func.empty()))
+        return FrameId{it->second, true, true};
+    // debug-info writes func as "name+offset" and bin as "file.so+offset" (or "@address").
+    std::string label;
+    if (!func.empty()) {
+        const std::size_t plus = func.rfind('+');
+        label.assign(func.substr(0, plus == 0 ? func.size() : plus));
+    } else if (!bin.empty()) {
+        label.assign(bin);
+    } else {
+        char text[24];
+        std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(address));
+        label.assign(text);
+    }
+    if (is_new) {
+        m_native_labels.push_back(std::move(label));
+        m_native_resolved.push_back(!func.empty());
+    } else {
+        m_native_labels[it->second] = std::move(label);
+        m_native_resolved[it->second] = true;
+    }
+    return FrameId{it->second, true, true};
+}
+
+void StackModel::on_native_entry(Thread& thread, std::uint64_t address, std::string_view func,
+                                 std::string_view bin)
+{
+    push(thread, native_id(thread.m_key.pid, address, func, bin));
+}
+
+void StackModel::on_native_exit(Thread& thread, std::uint64_t address, bool has_address)
+{
+    const Timestamp ts = thread.m_last_ts;
+    std::size_t index = 0;
+    if (has_address) {
+        const auto it = m_native_index.find(NativeKey{thread.m_key.pid, address});
+        if (it != m_native_index.end())
+            index = thread.open_native_depth(FrameId{it->second, true, true});
+    } else if (!thread.m_frames.empty() && thread.m_frames.back().id.is_native) {
+        index = thread.m_frames.size();
+    }
+    if (index == 0) {
+        note(thread, GapKind::unmatched_return, thread.m_first_ts, ts, 1);
+        return;
+    }
+    pop_to(thread, index, ts);
 }
 
 void StackModel::on_c_call(Thread& thread, std::string_view name, std::string_view owner)
@@ -216,7 +282,8 @@ void StackModel::on_c_call(Thread& thread, std::string_view name, std::string_vi
 
 void StackModel::on_c_return(Thread& thread)
 {
-    if (!thread.m_frames.empty() && thread.m_frames.back().id.is_c) {
+    if (!thread.m_frames.empty() && thread.m_frames.back().id.is_c &&
+        !thread.m_frames.back().id.is_native) {
         pop(thread, thread.m_last_ts);
         return;
     }
@@ -272,6 +339,9 @@ void StackModel::finish()
 
 std::string StackModel::label(FrameId id) const
 {
+    if (id.is_native)
+        return id.value < m_native_labels.size() ? m_native_labels[id.value]
+                                                  : std::string("<native ?>");
     if (id.is_c)
         return id.value < m_c_labels.size() ? m_c_labels[id.value] : std::string("<C ?>");
     if (const CodeInfo* info = code(id.value))

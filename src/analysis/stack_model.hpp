@@ -45,22 +45,25 @@ struct ThreadKeyHash {
     }
 };
 
-// What a frame runs: a Python code object (by its id) or a C function (by its index in the
-// model's table of C functions).
+// What a frame runs: a Python code object (by its id), a C function called from Python (by its
+// index in the model's table of C functions), or a native function of an instrumented binary
+// (is_c and is_native: by its index in the model's table of native functions).
 struct FrameId {
     std::uint64_t value = 0;
     bool is_c = false;
+    bool is_native = false;
 
     bool operator==(const FrameId& other) const noexcept
     {
-        return value == other.value && is_c == other.is_c;
+        return value == other.value && is_c == other.is_c && is_native == other.is_native;
     }
 };
 
 struct FrameIdHash {
     std::size_t operator()(const FrameId& id) const noexcept
     {
-        return std::hash<std::uint64_t>()(id.value) ^ (id.is_c ? 0x9e3779b97f4a7c15ULL : 0);
+        return std::hash<std::uint64_t>()(id.value) ^ (id.is_c ? 0x9e3779b97f4a7c15ULL : 0) ^
+               (id.is_native ? 0xc2b2ae3d27d4eb4fULL : 0);
     }
 };
 
@@ -158,6 +161,8 @@ public:
     // The depth (1 = outermost) of the innermost open Python frame of code_id, or 0 when none
     // is open: where a python:return of code_id returns from. noexcept.
     std::size_t open_depth(std::uint64_t code_id) const noexcept;
+    // The same for the native frame of a function (its FrameId), or 0 when none is open. noexcept.
+    std::size_t open_native_depth(FrameId id) const noexcept;
     // The calling context tree; node 0 is the root (no frame).
     const std::vector<ContextNode>& nodes() const noexcept { return m_nodes; }
     const std::vector<Gap>& gaps() const noexcept { return m_gaps; }
@@ -257,6 +262,21 @@ public:
     // closes (unmatched_return).
     void on_c_return(Thread& thread);
 
+    // lttng_ust_cyg_profile(_fast):func_entry: a native function starts, at address in the
+    // thread's process. func and bin are what flt.lttng-utils.debug-info says of it (its
+    // debug_info `func`, "name+offset", and `bin`, "file.so+offset"; empty when unknown): the
+    // frame is named func without its offset, else bin, else the address (0x...). A later event
+    // that resolves a function first seen unresolved renames it.
+    void on_native_entry(Thread& thread, std::uint64_t address, std::string_view func,
+                         std::string_view bin);
+
+    // func_exit of the function at address (has_address false when the event does not say which
+    // function returns: the fast variant without the ip context): closes its innermost open
+    // frame, and the frames above it (mismatched_return: their exits were lost); when it is not
+    // open, nothing closes (unmatched_return: its entry was lost, or came before the trace).
+    // Without an address, closes the innermost frame if it is native.
+    void on_native_exit(Thread& thread, std::uint64_t address, bool has_address);
+
     // python:line: code_id's frame now runs line.
     void on_line(Thread& thread, std::uint64_t code_id, std::uint32_t line);
 
@@ -297,6 +317,25 @@ public:
     }
 
 private:
+    struct NativeKey {
+        std::int64_t pid;
+        std::uint64_t address;
+        bool operator==(const NativeKey& other) const noexcept
+        {
+            return pid == other.pid && address == other.address;
+        }
+    };
+    struct NativeKeyHash {
+        std::size_t operator()(const NativeKey& key) const noexcept
+        {
+            return std::hash<std::uint64_t>()(key.address) ^ std::hash<std::int64_t>()(key.pid);
+        }
+    };
+
+    // The native function at address in pid (created on first sight). Throws std::bad_alloc.
+    FrameId native_id(std::int64_t pid, std::uint64_t address, std::string_view func,
+                      std::string_view bin);
+    void pop_to(Thread& thread, std::size_t depth, Timestamp ts);
     void push(Thread& thread, FrameId id);
     void pop(Thread& thread, Timestamp ts);
     void close_line(Frame& frame, Timestamp ts);
@@ -308,6 +347,9 @@ private:
     std::unordered_map<std::string, std::uint64_t> m_c_index;
     std::vector<std::string> m_c_labels;
     std::string m_c_key; // reused buffer: no allocation per C call once warm
+    std::unordered_map<NativeKey, std::uint64_t, NativeKeyHash> m_native_index;
+    std::vector<std::string> m_native_labels;
+    std::vector<bool> m_native_resolved; // named by debug-info's func (not a fallback)
     std::unordered_map<ThreadKey, std::unique_ptr<Thread>, ThreadKeyHash> m_threads;
     std::unordered_map<std::uint64_t, std::vector<Thread*>> m_stream_threads;
     std::unordered_map<std::uint64_t, std::vector<Gap>> m_stream_gaps;

@@ -276,3 +276,60 @@ TEST_CASE("a time going backwards never makes a negative duration")
     f.model.finish();
     CHECK(f.tree() == std::vector<std::string>{"__main__:foo 1 0 0"});
 }
+
+TEST_CASE("native frames nest inside Python frames, named by debug-info or their address")
+{
+    Feeder f;
+    f.call(0, main_id);
+    f.model.on_native_entry(f.at(10), 0x7f0000001000, "__pyx_pf_4foo2_outer+0",
+                            "foo2.so+0x1000");
+    f.model.on_native_entry(f.at(20), 0x7f0000002000, "", "foo2.so+0x2000");
+    f.model.on_native_entry(f.at(30), 0x7f0000003000, "", "");
+    CHECK(stack_labels(f.model, f.thread()) ==
+          std::vector<std::string>{"__main__:<module>", "__pyx_pf_4foo2_outer",
+                                   "foo2.so+0x2000", "0x7f0000003000"});
+    f.model.on_native_exit(f.at(40), 0x7f0000003000, true);
+    f.model.on_native_exit(f.at(50), 0x7f0000002000, true);
+    f.model.on_c_return(f.at(55)); // a python:c_return never closes a native frame
+    f.model.on_native_exit(f.at(60), 0x7f0000001000, true);
+    f.ret(70, main_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{"__main__:<module> 1 70 20",
+                                               "  __pyx_pf_4foo2_outer 1 50 20",
+                                               "    foo2.so+0x2000 1 30 20",
+                                               "      0x7f0000003000 1 10 10"});
+    REQUIRE(f.thread().gaps().size() == 1);
+    CHECK(f.thread().gaps()[0].kind == GapKind::unmatched_return);
+}
+
+TEST_CASE("lost native exits close at the exit of a caller; lost entries are gaps")
+{
+    Feeder f;
+    f.call(0, main_id);
+    f.model.on_native_entry(f.at(10), 0x1000, "outer+0", "");
+    f.model.on_native_entry(f.at(20), 0x2000, "helper_c+0", ""); // its exit is lost
+    f.model.on_native_exit(f.at(30), 0x1000, true);
+    CHECK(f.thread().depth() == 1);
+    f.model.on_native_exit(f.at(40), 0x3000, true); // its entry was lost: nothing closes
+    CHECK(f.thread().depth() == 1);
+    f.model.on_native_entry(f.at(50), 0x2000, "helper_c+0", ""); // exit lost, closed by return
+    f.ret(60, main_id);
+    CHECK(f.thread().depth() == 0);
+    f.model.finish();
+    REQUIRE(f.thread().gaps().size() == 2);
+    CHECK(f.thread().gaps()[0].kind == GapKind::mismatched_return);
+    CHECK(f.thread().gaps()[0].count == 2);
+    CHECK(f.thread().gaps()[1].kind == GapKind::unmatched_return);
+}
+
+TEST_CASE("the same address in two processes is two functions; an exit without address")
+{
+    Feeder f;
+    const ThreadKey other{200, 200};
+    f.model.on_native_entry(f.at(0), 0x1000, "a+0", "");
+    f.model.on_native_entry(f.at(0, other), 0x1000, "b+0", "");
+    CHECK(f.model.label(f.thread().frames().back().id) == "a");
+    CHECK(f.model.label(f.thread(other).frames().back().id) == "b");
+    f.model.on_native_exit(f.at(5), 0, false); // the fast variant without ip: innermost
+    CHECK(f.thread().depth() == 0);
+}

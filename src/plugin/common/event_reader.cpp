@@ -20,6 +20,21 @@ PythonKind kind_of(const char* name) noexcept
         {"python:c_return", PythonKind::c_return}, {"python:code", PythonKind::code},
         {"python:thread", PythonKind::thread},     {"python:process", PythonKind::process},
     };
+    static constexpr struct {
+        const char* name;
+        PythonKind kind;
+    } native_kinds[] = {
+        {"lttng_ust_cyg_profile:func_entry", PythonKind::native_entry},
+        {"lttng_ust_cyg_profile:func_exit", PythonKind::native_exit},
+        {"lttng_ust_cyg_profile_fast:func_entry", PythonKind::native_entry},
+        {"lttng_ust_cyg_profile_fast:func_exit", PythonKind::native_exit},
+    };
+    if (name && std::strncmp(name, "lttng_ust_cyg_profile", 21) == 0) {
+        for (const auto& entry : native_kinds)
+            if (std::strcmp(name, entry.name) == 0)
+                return entry.kind;
+        return PythonKind::other;
+    }
     if (!name || std::strncmp(name, "python:", 7) != 0)
         return PythonKind::other;
     for (const auto& entry : kinds)
@@ -105,12 +120,35 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
                 bt_stream_class_borrow_event_common_context_field_class_const(stream_class);
             info.vpid = find_member<Member>(common, "vpid");
             info.vtid = find_member<Member>(common, "vtid");
+            const bool is_native =
+                info.kind == PythonKind::native_entry || info.kind == PythonKind::native_exit;
+            if (is_native && info.vpid.index >= 0 && info.vtid.index >= 0) {
+                info.ip = find_member<Member>(common, "ip");
+                info.debug_info = find_member<Member>(common, "debug_info");
+                if (info.debug_info.index >= 0) {
+                    const bt_field_class* debug_info =
+                        bt_field_class_structure_member_borrow_field_class_const(
+                            bt_field_class_structure_borrow_member_by_index_const(
+                                common, static_cast<std::uint64_t>(info.debug_info.index)));
+                    if (bt_field_class_get_type(debug_info) == BT_FIELD_CLASS_TYPE_STRUCTURE) {
+                        info.debug_bin = find_member<Member>(debug_info, "bin").index;
+                        info.debug_func = find_member<Member>(debug_info, "func").index;
+                    }
+                }
+            }
             if (info.vpid.index < 0 || info.vtid.index < 0) {
                 const bt_field_class* specific =
                     bt_event_class_borrow_specific_context_field_class_const(event_class);
                 info.vpid = find_member<Member>(specific, "vpid");
                 info.vtid = find_member<Member>(specific, "vtid");
                 info.is_context_specific = true;
+            }
+            if ((info.vpid.index < 0 || info.vtid.index < 0) && is_native) {
+                // Native frames without a thread cannot join a stack: not ours to judge.
+                info.kind = PythonKind::other;
+                m_last_class = event_class;
+                m_last_info = &info;
+                return info;
             }
             if (info.vpid.index < 0 || info.vtid.index < 0) {
                 m_classes.erase(it);
@@ -138,6 +176,10 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
                 break;
             case PythonKind::thread:
                 info.number = find_member<Member>(payload, "tid");
+                break;
+            case PythonKind::native_entry:
+            case PythonKind::native_exit:
+                info.addr = find_member<Member>(payload, "addr");
                 break;
             default:
                 break;
@@ -183,6 +225,21 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
     out.name = read_string(payload, info.name);
     out.owner = read_string(payload, info.owner);
     out.file = read_string(payload, info.file);
+    if (info.kind == PythonKind::native_entry || info.kind == PythonKind::native_exit) {
+        out.has_address = info.addr.index >= 0 || info.ip.index >= 0;
+        out.address = info.addr.index >= 0 ? static_cast<std::uint64_t>(read_int(payload, info.addr))
+                      : info.ip.index >= 0 ? static_cast<std::uint64_t>(read_int(context, info.ip))
+                                           : 0;
+        out.func = {};
+        out.bin = {};
+        if (info.debug_info.index >= 0 && info.kind == PythonKind::native_entry) {
+            const bt_field* debug_info = member_field(context, info.debug_info.index);
+            if (info.debug_func >= 0)
+                out.func = read_string(debug_info, Member{info.debug_func, false});
+            if (info.debug_bin >= 0)
+                out.bin = read_string(debug_info, Member{info.debug_bin, false});
+        }
+    }
     return true;
 }
 
@@ -213,6 +270,12 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
         model.on_thread_name(
             analysis::ThreadKey{event.key.pid, static_cast<std::int64_t>(event.number)},
             std::string(event.name));
+        break;
+    case PythonKind::native_entry:
+        model.on_native_entry(thread, event.address, event.func, event.bin);
+        break;
+    case PythonKind::native_exit:
+        model.on_native_exit(thread, event.address, event.has_address);
         break;
     case PythonKind::process:
     case PythonKind::other:

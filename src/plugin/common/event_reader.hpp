@@ -1,5 +1,7 @@
-// Reads python:* event messages (tracepoints/python_tp.h) and discarded-events messages into
-// the plain values the stack model takes. The field positions of each event class are looked up
+// Reads python:* event messages (tracepoints/python_tp.h), the native frames of lttng-ust's
+// cyg-profile helpers (lttng_ust_cyg_profile(_fast):func_entry/func_exit, named by the
+// debug_info context field that flt.lttng-utils.debug-info adds) and discarded-events messages
+// into the plain values the stack model takes. The field positions of each event class are looked up
 // once and cached, so that the per-event work is a few borrows and integer reads.
 #pragma once
 
@@ -26,6 +28,8 @@ enum class PythonKind : std::uint8_t {
     c_return,
     thread,
     process,
+    native_entry, // lttng_ust_cyg_profile(_fast):func_entry
+    native_exit,  // lttng_ust_cyg_profile(_fast):func_exit
 };
 
 // One decoded python:* event. The string views point into the message's fields: they live as
@@ -40,15 +44,23 @@ struct PythonEvent {
     std::string_view name;      // call: name; c_call: name; code: qualname; thread: name
     std::string_view owner;     // c_call: owner; code: module
     std::string_view file;      // code: file
+    // native_entry/exit: the function's address (payload `addr`, else the `ip` context, which
+    // lttng-ust sets to the function's address for these events); has_address is false when
+    // the event has neither (func_exit of the fast variant without the ip context).
+    std::uint64_t address = 0;
+    bool has_address = false;
+    std::string_view func; // native_entry: debug_info.func ("name+offset"), empty if unknown
+    std::string_view bin;  // native_entry: debug_info.bin ("file.so+offset"), empty if unknown
 };
 
 class EventReader {
 public:
     EventReader() = default;
 
-    // Decodes an event message. Returns false, leaving out unspecified, when it is not a
-    // python:* event. Throws Error when a python:* event class lacks a field the model needs
-    // (vpid/vtid contexts, id, ...) or a time cannot be converted, std::bad_alloc.
+    // Decodes an event message. Returns false, leaving out unspecified, when it is neither a
+    // python:* event nor a cyg-profile one. Throws Error when such an event class lacks a field
+    // the model needs (vpid/vtid contexts, id, ...) or a time cannot be converted,
+    // std::bad_alloc.
     bool decode(const bt_message* message, PythonEvent& out);
 
     // Applies a decoded event to the model. Precondition: thread is
@@ -88,6 +100,11 @@ private:
         bool is_context_specific = false; // vpid/vtid in the specific context, not the common
         Member vpid, vtid;
         Member id, number, name, owner, file;
+        // Native frames: payload addr, context ip, and the debug_info structure of the
+        // context with its bin and func members (-1: absent).
+        Member addr, ip, debug_info;
+        int debug_bin = -1;
+        int debug_func = -1;
     };
 
     const ClassInfo& class_info(const bt_event_class* event_class);

@@ -171,7 +171,8 @@ void StacksIterator::process(const bt_message* message)
             annotate(message, thread.open_depth(m_event.id), thread);
             EventReader::apply(m_model, thread, m_event);
         } else if (m_event.kind == PythonKind::c_return) {
-            const bool is_open = thread.depth() > 0 && thread.frames().back().id.is_c;
+            const bool is_open = thread.depth() > 0 && thread.frames().back().id.is_c &&
+                                 !thread.frames().back().id.is_native;
             annotate(message, is_open ? thread.depth() : 0, thread);
             EventReader::apply(m_model, thread, m_event);
         } else {
