@@ -18,7 +18,7 @@ import time
 
 from . import lttng, pth
 
-SUBCOMMANDS = ("run", "report", "enable", "disable")
+SUBCOMMANDS = ("run", "report", "enable", "disable", "cflags")
 
 _TOP_EPILOG = """\
 commands:
@@ -26,6 +26,7 @@ commands:
   report    profiles, call trees, flame graphs of a trace (through babeltrace2)
   enable    trace every interpreter of this environment when a variable is set
   disable   undo enable
+  cflags    compiler flags that instrument an extension for run --native
 
 Without a command, pyust only installs its hook and runs the program: record
 it with a session of your own:
@@ -147,6 +148,11 @@ def _run_parser() -> argparse.ArgumentParser:
                              "LTTng discard events (slower, loses nothing)")
     parser.add_argument("--no-count", action="store_true",
                         help="do not count the recorded events at the end (large traces)")
+    parser.add_argument("--native", action="store_true",
+                        help="also record the native frames of extensions built with "
+                             "`python -m pyust cflags` (preloads liblttng-ust-dl and "
+                             "liblttng-ust-cyg-profile; a second channel, pyust-native, "
+                             "with the ip context that babeltrace2's debug-info needs)")
     _add_hook_options(parser)
     return parser
 
@@ -186,6 +192,10 @@ def _run_main(argv: list) -> int:
     name = args.name or f"pyust-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}"
     config = lttng.ChannelConfig(subbuf_size=args.subbuf_size, num_subbuf=args.num_subbuf,
                                  blocking=args.no_discard)
+    if args.native:
+        from . import native as native_frames
+
+        native_frames.preload_env(os.environ)  # lttng-ust's helpers are there, or one line
 
     if not lttng.sessiond_is_running():
         lttng.start_sessiond()
@@ -197,8 +207,11 @@ def _run_main(argv: list) -> int:
     try:
         session = lttng.Session.create(name, output)
         session.enable_python(config)
+        if args.native:
+            session.enable_native(config)
         session.start()
-        status = _run_child(target, _hook_flags(args), blocking=args.no_discard)
+        status = _run_child(target, _hook_flags(args), blocking=args.no_discard,
+                            native=args.native)
         session.stop()
         discarded = session.discarded_events()
     finally:
@@ -219,11 +232,15 @@ def _run_main(argv: list) -> int:
     return _exit_like(status)
 
 
-def _run_child(target: list, hook_flags: list, *, blocking: bool) -> int:
+def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool = False) -> int:
     """Run the program in a child interpreter under the hook; its status."""
     env = dict(os.environ)
     if blocking:
         env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
+    if native:
+        from . import native as native_frames
+
+        env = native_frames.preload_env(env)
     command = [sys.executable, "-m", "pyust", *hook_flags, "--", *target]
     # The terminal's Ctrl-C reaches the child (same process group); the
     # parent waits for it so that the session is always stopped and destroyed.
@@ -292,6 +309,7 @@ def _disable_main(argv: list) -> int:
 def main(argv: list | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = {"run": _run_main, "enable": _enable_main, "disable": _disable_main,
+                "cflags": lambda args: __import__("pyust.native", fromlist=["main"]).cflags_main(args),
                 "report": lambda args: __import__("pyust.report", fromlist=["main"]).main(args)}
     if not argv or argv[0] not in commands:
         # The program's own exceptions (KeyboardInterrupt included) propagate

@@ -16,6 +16,11 @@ _MI_NS = "{https://lttng.org/xml/ns/lttng-mi}"
 
 CHANNEL = "pyust"
 CONTEXTS = ("vpid", "vtid", "procname")
+# `run --native`: native frames and the events that map addresses to binaries
+# go to a channel of their own, with the ip context debug-info needs. The
+# python:* events keep their channel: no ip on every Python event, and a flood
+# of native events that fills its buffers costs no Python event.
+NATIVE_CHANNEL = "pyust-native"
 
 
 class LttngError(Exception):
@@ -100,13 +105,15 @@ class Session:
         path = _mi_text(result.stdout, "path")
         return cls(name, path or output or "")
 
-    def enable_python(self, config: ChannelConfig) -> None:
-        channel = ["enable-channel", "--userspace", "--session", self.name,
-                   "--subbuf-size", str(config.subbuf_size),
-                   "--num-subbuf", str(config.num_subbuf)]
+    def _enable_channel(self, channel: str, config: ChannelConfig) -> None:
+        args = ["enable-channel", "--userspace", "--session", self.name,
+                "--subbuf-size", str(config.subbuf_size), "--num-subbuf", str(config.num_subbuf)]
         if config.blocking:
-            channel += ["--blocking-timeout", "inf"]
-        _check(_run(channel + [CHANNEL]), "cannot create the pyust channel")
+            args += ["--blocking-timeout", "inf"]
+        _check(_run(args + [channel]), f"cannot create the {channel} channel")
+
+    def enable_python(self, config: ChannelConfig) -> None:
+        self._enable_channel(CHANNEL, config)
         events = ",".join(["python:*", *config.extra_events])
         _check(_run(["enable-event", "--userspace", "--session", self.name,
                      "--channel", CHANNEL, events]), "cannot enable the python events")
@@ -115,6 +122,21 @@ class Session:
             contexts += ["--type", context]
         _check(_run(["add-context", "--userspace", "--session", self.name,
                      "--channel", CHANNEL] + contexts), "cannot add the contexts")
+
+    def enable_native(self, config: ChannelConfig, events=None, contexts=None) -> None:
+        """A second channel for native frames: `events` (default: pyust.native's)
+        with `contexts` (default: pyust.native's: vpid, vtid, procname, ip)."""
+        from . import native
+
+        self._enable_channel(NATIVE_CHANNEL, config)
+        _check(_run(["enable-event", "--userspace", "--session", self.name,
+                     "--channel", NATIVE_CHANNEL, ",".join(events or native.EVENTS)]),
+               "cannot enable the native events")
+        types = []
+        for context in contexts or native.CONTEXTS:
+            types += ["--type", context]
+        _check(_run(["add-context", "--userspace", "--session", self.name,
+                     "--channel", NATIVE_CHANNEL] + types), "cannot add the native contexts")
 
     def start(self) -> None:
         _check(_run(["start", self.name]), f"cannot start session {self.name!r}")

@@ -1,0 +1,127 @@
+"""Native frames: what `python -m pyust cflags` prints and what `pyust run --native`
+adds to the traced program and to its session.
+
+Native frames come from GCC's -finstrument-functions: every instrumented function
+calls __cyg_profile_func_enter/exit, which lttng-ust's preloadable
+liblttng-ust-cyg-profile turns into lttng_ust_cyg_profile:func_entry/func_exit
+events. liblttng-ust-dl records where each shared object is mapped (dlopen, and
+a state dump at start), so that babeltrace2's flt.lttng-utils.debug-info can
+name the functions. See cyg_profile/README.md.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+import sysconfig
+
+from .lttng import LttngError
+
+# The verbose library, not -fast: its func_exit names the function that
+# returns (addr), so after lost events the analysis closes the right frame;
+# its func_entry also carries call_site. The fast one's func_exit has no
+# payload at all.
+CYG_PROFILE_LIBRARY = "lttng-ust-cyg-profile"
+DL_LIBRARY = "lttng-ust-dl"
+
+# The events `run --native` enables in its native channel. The statedump and
+# dl/lib events are what debug-info maps addresses to binaries with.
+EVENTS = (
+    "lttng_ust_cyg_profile:*",
+    "lttng_ust_cyg_profile_fast:*",
+    "lttng_ust_dl:*",
+    "lttng_ust_lib:*",
+    "lttng_ust_statedump:*",
+)
+
+# debug-info needs vpid and ip in the events' common context; for cyg-profile
+# events lttng-ust records the instrumented function's address as ip.
+CONTEXTS = ("vpid", "vtid", "procname", "ip")
+
+# Cython's own helpers (__Pyx_PyObject_Call, __Pyx_GetItemInt, ...) are
+# defined in the generated .c file itself; excluding them keeps the module's
+# functions (__pyx_pw_..., __pyx_pf_...) and leaves out the plumbing.
+CYTHON_HELPERS = "__Pyx_"
+
+
+class NativeError(LttngError):
+    """Native tracing cannot be set up; the message says what to do."""
+
+
+def python_include_dirs() -> list:
+    """The directories of this interpreter's C headers (Python.h and the
+    headers it includes), as sysconfig names them, without duplicates."""
+    paths = sysconfig.get_paths()
+    dirs = []
+    for key in ("include", "platinclude"):
+        path = paths.get(key)
+        if path and path not in dirs:
+            dirs.append(path)
+    return dirs
+
+
+def cflags(*, cython: bool = False, include_dirs: list | None = None) -> list:
+    """The compiler flags that instrument a module's own functions and not the
+    inline functions of CPython's (and the C library's) headers.
+
+    -finstrument-functions-exclude-file-list matches substrings of the file a
+    function is defined in: Py_INCREF, Py_DECREF, PyTuple_GET_SIZE... are
+    static inline functions of the Python headers, and would otherwise be
+    instrumented in every module that uses them (millions of events, and
+    frames named after CPython's internals).
+    """
+    excluded = list(include_dirs if include_dirs is not None else python_include_dirs())
+    if "/usr/include" not in excluded:
+        excluded.append("/usr/include")
+    flags = ["-finstrument-functions",
+             "-finstrument-functions-exclude-file-list=" + ",".join(excluded)]
+    if cython:
+        flags.append("-finstrument-functions-exclude-function-list=" + CYTHON_HELPERS)
+    flags.append("-g")
+    return flags
+
+
+def find_library(name: str) -> str:
+    """The file name of lttng-ust's preloadable helper `name` (as ld.so finds
+    it). Raises NativeError when it is not installed."""
+    found = ctypes.util.find_library(name)
+    if not found:
+        raise NativeError(f"lib{name}.so is not installed: apt-get install liblttng-ust1 "
+                          "(the preloadable helpers of lttng-ust)")
+    return found
+
+
+def preload_env(env: dict) -> dict:
+    """env with liblttng-ust-dl and liblttng-ust-cyg-profile appended to its
+    LD_PRELOAD (an existing LD_PRELOAD keeps its libraries, first).
+    Raises NativeError when a library is missing."""
+    libraries = [find_library(DL_LIBRARY), find_library(CYG_PROFILE_LIBRARY)]
+    existing = [entry for entry in env.get("LD_PRELOAD", "").replace(":", " ").split() if entry]
+    env = dict(env)
+    env["LD_PRELOAD"] = ":".join(existing + [lib for lib in libraries if lib not in existing])
+    return env
+
+
+def cflags_main(argv: list) -> int:
+    """`python -m pyust cflags [--cython]`: print the flags on one line."""
+    import argparse
+
+    from .cli import _Parser
+
+    parser = _Parser(
+        prog="python -m pyust cflags",
+        description=(
+            "Print the compiler flags that instrument an extension module's own "
+            "functions for `pyust run --native` (-finstrument-functions), but not the "
+            "inline functions of this interpreter's headers nor of /usr/include. "
+            "Use them with the interpreter that will run the module."),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=("setuptools:  Extension(..., extra_compile_args=FLAGS)\n"
+                "meson:       c_args: FLAGS in the extension_module()\n"
+                "shell:       CFLAGS=\"$(python3 -m pyust cflags)\" pip install ."),
+    )
+    parser.add_argument("--cython", action="store_true",
+                        help="also leave out Cython's own helper functions (__Pyx_*)")
+    args = parser.parse_args(argv)
+    print(" ".join(cflags(cython=args.cython)))
+    return 0
