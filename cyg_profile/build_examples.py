@@ -11,7 +11,10 @@ interpreter that runs this script, into a directory:
 The C code is compiled with `CC -shared -fPIC` against this interpreter's
 headers (sysconfig), and named with its extension suffix. The flags come from
 the source tree's python/pyust/native.py.
-Prints the modules built; exits 1, with the compiler's output, when a step fails.
+Prints the modules built; a module that fails is printed as FAILED, with the
+compiler's output on standard error, and the exit status is 1 (0 with
+--keep-going). Debian 12's Cython 0.29.32 writes C that does not compile
+against Python 3.12+ headers: use Cython 0.29.36 or 3.x there (--cython).
 """
 
 from __future__ import annotations
@@ -43,12 +46,14 @@ def _load_native():
 native = _load_native()
 
 
+class BuildError(Exception):
+    """A step failed; the message holds the command and its output."""
+
+
 def _run(command: list) -> None:
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        sys.stderr.write(f"build_examples: failed: {' '.join(command)}\n"
-                         f"{result.stdout}{result.stderr}")
-        raise SystemExit(1)
+        raise BuildError(f"failed: {' '.join(command)}\n{result.stdout}{result.stderr}")
 
 
 def _cythonize(cython: str, source: Path, out: Path, *directives: str) -> Path:
@@ -69,17 +74,25 @@ def _link(cc: str, name: str, sources: list, out: Path, flags: list) -> Path:
     return target
 
 
-def build(out: Path, cython: str = "cython3", cc: str = "gcc") -> dict:
-    """Builds the three modules into out; returns {name: path}."""
+def build(out: Path, cython: str = "cython3", cc: str = "gcc") -> tuple:
+    """Builds the three modules into out, each on its own: ({name: path}, {name: error})."""
     out.mkdir(parents=True, exist_ok=True)
-    built = {}
-    foo2_c = _cythonize(cython, EXAMPLES / "foo2.pyx", out)
-    built["foo2"] = _link(cc, "foo2", [foo2_c, EXAMPLES / "helper.c"], out,
-                          native.cflags(cython=True))
-    built["cext"] = _link(cc, "cext", [EXAMPLES / "cext.c"], out, native.cflags())
-    foo3_c = _cythonize(cython, EXAMPLES / "foo3.pyx", out, "profile=True")
-    built["foo3"] = _link(cc, "foo3", [foo3_c], out, ["-DCYTHON_TRACE=1", "-g"])
-    return built
+    steps = {
+        "foo2": lambda: _link(cc, "foo2", [_cythonize(cython, EXAMPLES / "foo2.pyx", out),
+                                           EXAMPLES / "helper.c"], out,
+                              native.cflags(cython=True)),
+        "cext": lambda: _link(cc, "cext", [EXAMPLES / "cext.c"], out, native.cflags()),
+        "foo3": lambda: _link(cc, "foo3",
+                              [_cythonize(cython, EXAMPLES / "foo3.pyx", out, "profile=True")],
+                              out, ["-DCYTHON_TRACE=1", "-g"]),
+    }
+    built, failed = {}, {}
+    for name, step in steps.items():
+        try:
+            built[name] = step()
+        except BuildError as error:
+            failed[name] = str(error)
+    return built, failed
 
 
 def main() -> int:
@@ -89,10 +102,16 @@ def main() -> int:
                         help="the cython command (default: cython3)")
     parser.add_argument("--cc", default=os.environ.get("CC", "gcc"),
                         help="the C compiler (default: $CC or gcc)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="exit 0 even when a module fails (it is printed as FAILED)")
     args = parser.parse_args()
-    for name, path in build(Path(args.out), args.cython, args.cc).items():
+    built, failed = build(Path(args.out), args.cython, args.cc)
+    for name, path in built.items():
         print(f"{name}: {path}")
-    return 0
+    for name, error in failed.items():
+        print(f"{name}: FAILED")
+        sys.stderr.write(f"build_examples: {name}: {error}\n")
+    return 1 if failed and not args.keep_going else 0
 
 
 if __name__ == "__main__":

@@ -15,7 +15,10 @@ import ctypes.util
 import os
 import sysconfig
 
-from .lttng import LttngError
+try:
+    from .lttng import LttngError
+except ImportError:  # loaded by path, outside the package (cyg_profile/build_examples.py)
+    LttngError = Exception
 
 # The verbose library, not -fast: its func_exit names the function that
 # returns (addr), so after lost events the analysis closes the right frame;

@@ -1,0 +1,194 @@
+"""Native frames end to end: extensions built with `pyust cflags`, recorded by
+`pyust run --native`, named by babeltrace2's debug-info, merged into the
+Python stacks by sink.pyust.report. Real gcc, cython3, LTTng, babeltrace2.
+
+A session records every traced process of the machine: every check here is
+restricted to the program's own pid (it writes it to a file).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from lttng_harness import PYTHON, ROOT, child_env, run_pyust
+
+PLUGIN_PATH = str(ROOT / "build" / "src" / "plugin")
+CHAIN = ("__main__:<module>;__main__:outer;__pyx_pw_4foo2_1outer;__pyx_pf_4foo2_outer;"
+         "__pyx_f_4foo2_inner;helper_c")
+
+PROGRAM = """\
+import os, sys
+sys.path.insert(0, {examples!r})
+import foo2
+
+with open({pid_file!r}, "w") as f:
+    f.write(str(os.getpid()))
+
+def outer(path, count):
+    return foo2.outer(path, count)
+
+print(outer({out_file!r}, {count}))
+"""
+
+
+def report(trace: Path, pid: int, fmt: str) -> subprocess.CompletedProcess:
+    """The babeltrace2 graph `pyust report` builds for native frames."""
+    return subprocess.run(
+        ["babeltrace2", "--plugin-path", PLUGIN_PATH, str(trace),
+         "-c", "flt.lttng-utils.debug-info",
+         "-c", "sink.pyust.report", "-p", f'format="{fmt}",pid={pid}'],
+        capture_output=True, text=True, timeout=300)
+
+
+def run_native(tmp_path: Path, examples: Path, count: int, *options: str):
+    """Traces the Cython example with `pyust run --native`; (result, trace, pid, out file)."""
+    out_file = tmp_path / "written.txt"
+    pid_file = tmp_path / "pid"
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM.format(examples=str(examples), pid_file=str(pid_file),
+                                      out_file=str(out_file), count=count))
+    trace = tmp_path / "trace"
+    result = run_pyust(["run", "--native", "-o", str(trace), *options, "--", str(program)])
+    assert result.returncode == 0, result.stderr
+    return result, trace, int(pid_file.read_text()), out_file
+
+
+def folded(text: str) -> dict:
+    lines = {}
+    for line in text.splitlines():
+        stack, _, ns = line.rpartition(" ")
+        lines[stack] = lines.get(stack, 0) + int(ns)
+    return lines
+
+
+@pytest.mark.needs("foo2")
+def test_cflags_exclude_the_python_headers(examples):
+    result = subprocess.run([PYTHON, "-m", "pyust", "cflags", "--cython"], capture_output=True,
+                            text=True, timeout=60, env=child_env())
+    assert result.returncode == 0, result.stderr
+    include = subprocess.run([PYTHON, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                              "['include'])"], capture_output=True, text=True).stdout.strip()
+    flags = result.stdout.split()
+    assert flags[0] == "-finstrument-functions"
+    assert f"-finstrument-functions-exclude-file-list={include},/usr/include" in flags
+    assert "-g" in flags
+    # In the built module, the module's functions call the hook; no inline function of
+    # Python.h does, neither an out-of-line copy nor one inlined into a module function.
+    calls = instrumented(next(examples.glob("foo2*.so")))
+    for name in ("__pyx_pw_4foo2_1outer", "__pyx_pf_4foo2_outer", "__pyx_f_4foo2_inner",
+                 "helper_c"):
+        assert calls.get(name) == 1, (name, calls)
+    assert not [name for name, n in calls.items() if n and re.match(r"_?Py(?!Init_)|__Pyx", name)]
+
+
+def instrumented(binary: Path) -> dict:
+    """Per function of binary: how many calls of __cyg_profile_func_enter it makes."""
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)],
+                          capture_output=True, text=True, check=True).stdout
+    calls, function = {}, None
+    for line in text.splitlines():
+        match = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if match:
+            function = match.group(1)
+            calls.setdefault(function, 0)
+        elif function and "call" in line and "<__cyg_profile_func_enter" in line:
+            calls[function] += 1
+    return calls
+
+
+@pytest.mark.needs("foo2")
+def test_python_cython_and_c_frames_in_one_stack(tmp_path, examples):
+    result, trace, pid, out_file = run_native(tmp_path, examples, 5)
+    assert result.stdout.split() == ["15"]
+    assert out_file.read_text().split() == ["0", "1", "2", "3", "4"]
+
+    # debug-info names the native events: lttng-ust records the function's address as `ip`.
+    text = subprocess.run(["babeltrace2", "--debug-info", str(trace)], capture_output=True,
+                          text=True, timeout=300, check=True).stdout
+    mine = [line for line in text.splitlines() if f"vpid = {pid}," in line]
+    entries = [line for line in mine if "lttng_ust_cyg_profile:func_entry" in line]
+    exits = [line for line in mine if "lttng_ust_cyg_profile:func_exit" in line]
+    assert len(entries) == len(exits) > 0
+    assert sum('func = "helper_c+0"' in line for line in entries) == 5
+
+    out = report(trace, pid, "folded")
+    assert out.returncode == 0, out.stderr
+    stacks = folded(out.stdout)
+    assert CHAIN in stacks, out.stdout
+    assert all(ns > 0 for stack, ns in stacks.items() if stack.startswith(CHAIN))
+
+    # Durations nest: each frame of the chain lies within the one below it.
+    out = report(trace, pid, "chrome")
+    assert out.returncode == 0, out.stderr
+    events = [e for e in json.loads(out.stdout)["traceEvents"] if e.get("ph") == "X"]
+    names = CHAIN.split(";")
+    by_name = {name: [e for e in events if e["name"] == name] for name in names}
+    assert len(by_name["helper_c"]) == 5
+    for inner_name, outer_name in zip(names[1:], names[:-1]):
+        for inner in by_name[inner_name]:
+            assert any(o["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= o["ts"] + o["dur"]
+                       for o in by_name[outer_name]), (inner_name, outer_name)
+    assert "discarded" not in out.stdout
+
+
+def run_program(tmp_path: Path, examples: Path, module: str, call: str, *options: str):
+    """Runs `import module; print(outer())` with outer() calling `call`, under
+    `pyust run OPTIONS`; (its stdout, its folded report)."""
+    program = tmp_path / "prog.py"
+    pid_file = tmp_path / "pid"
+    program.write_text(textwrap.dedent(f"""\
+        import os, sys
+        sys.path.insert(0, {str(examples)!r})
+        import {module}
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        def outer():
+            return {call}
+        print(outer())
+        """))
+    trace = tmp_path / "trace"
+    result = run_pyust(["run", *options, "-o", str(trace), "--", str(program)])
+    assert result.returncode == 0, result.stderr
+    out = report(trace, int(pid_file.read_text()), "folded")
+    assert out.returncode == 0, out.stderr
+    return result.stdout.strip(), folded(out.stdout)
+
+
+@pytest.mark.needs("cext")
+def test_plain_c_extension(tmp_path, examples):
+    stdout, stacks = run_program(tmp_path, examples, "cext", "cext.square_sum(4)", "--native")
+    assert stdout == "14"
+    assert "__main__:<module>;__main__:outer;square_sum;square" in stacks, stacks
+
+
+@pytest.mark.needs("foo3")
+def test_profiled_cython_reaches_the_hook_as_python_frames(tmp_path, examples):
+    # profile=True and CYTHON_TRACE: Python frames through pyust's hook, no --native needed.
+    stdout, stacks = run_program(tmp_path, examples, "foo3", "foo3.outer(3)")
+    assert stdout == "6"
+    assert "__main__:<module>;__main__:outer;foo3:outer;foo3:inner" in stacks, stacks
+
+
+@pytest.mark.needs("foo2")
+def test_lost_native_events_leave_the_python_stack_right(tmp_path, examples):
+    result, trace, pid, out_file = run_native(tmp_path, examples, 20000, "--modules", "__main__",
+                                              "--subbuf-size", "4k", "--num-subbuf", "2")
+    assert result.stdout.split() == [str(sum(range(1, 20001)))]
+    match = re.search(r"(\d+) discarded by LTTng", result.stderr)
+    assert match and int(match.group(1)) > 0, result.stderr
+    assert "events were lost" in result.stderr
+
+    out = report(trace, pid, "folded")
+    assert out.returncode == 0, out.stderr
+    stacks = folded(out.stdout)
+    assert "__main__:<module>;__main__:outer" in stacks, out.stdout
+    # Every native frame sits on the Python frames that called it, whatever was lost.
+    for stack in stacks:
+        if "__pyx" in stack or "helper_c" in stack:
+            assert stack.startswith("__main__:<module>;__main__:outer;") or \
+                "PyInit_foo2" in stack or "pymod" in stack, stack
+    assert "events discarded by the tracer" in out.stderr
