@@ -211,7 +211,15 @@ bool start_watcher() noexcept
     bool is_ok = true;
     if (!w.is_running) {
         w.is_stopping = false;
+        // The watcher blocks every signal (it inherits the mask it is created
+        // with): a Ctrl-C must reach the program's own threads, whose sleep it
+        // interrupts, not this one.
+        sigset_t all;
+        sigset_t previous;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &previous);
         is_ok = pthread_create(&w.thread, nullptr, watch, nullptr) == 0;
+        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
         w.is_running = is_ok;
     }
     pthread_mutex_unlock(&w.mutex);
