@@ -379,13 +379,31 @@ def plugin_dirs() -> list:
     return []
 
 
-def babeltrace2_command(traces: list, params: dict, plugin_path: list) -> list:
+def has_native_events(metadata: list) -> bool:
+    """Whether the traces declare lttng-ust's cyg-profile events (pyust run
+    --native): their frames need babeltrace2's debug-info filter for names."""
+    for path in metadata:
+        try:
+            with open(path, "rb") as stream:
+                if b"lttng_ust_cyg_profile" in stream.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def babeltrace2_command(traces: list, params: dict, plugin_path: list,
+                        debug_info: bool = False) -> list:
     """The argument vector of the babeltrace2 run (no shell): traces are
-    absolute paths (never taken for options), params a dict of str or int."""
+    absolute paths (never taken for options), params a dict of str or int.
+    debug_info puts flt.lttng-utils.debug-info before the sink, which then
+    names native frames by function (it resolves each event's ip context)."""
     command = ["babeltrace2"]
     for directory in plugin_path:
         command += ["--plugin-path", directory]
     command += [os.path.abspath(t) for t in traces]
+    if debug_info:
+        command += ["-c", "flt.lttng-utils.debug-info"]
     command += ["-c", "sink.pyust.report"]
     for name, value in params.items():
         command += ["-p", f"{name}={value if isinstance(value, int) else param_string(value)}"]
@@ -563,8 +581,10 @@ def report(args: argparse.Namespace) -> int:
     _require_babeltrace2()
     params = _params(args, sorted({os.path.dirname(m) for m in metadata}), output)
     plugin_path = plugin_dirs()
+    debug_info = has_native_events(metadata)
     if args.show_command:
-        print(shlex.join(babeltrace2_command(args.traces, params, plugin_path)), file=sys.stderr)
+        print(shlex.join(babeltrace2_command(args.traces, params, plugin_path, debug_info)),
+              file=sys.stderr)
 
     # A new file or a regular one is written beside the target and renamed at the end,
     # so that a failed run leaves the previous file as it was; a symbolic link (such as
@@ -575,8 +595,8 @@ def report(args: argparse.Namespace) -> int:
         temporary = params["output"] = _temporary_beside(output)
     try:
         sys.stdout.flush()
-        notes = run_babeltrace2(babeltrace2_command(args.traces, params, plugin_path),
-                                args.timeout)
+        notes = run_babeltrace2(
+            babeltrace2_command(args.traces, params, plugin_path, debug_info), args.timeout)
         if temporary:
             os.replace(temporary, output)
             temporary = None

@@ -15,9 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from lttng_harness import PYTHON, ROOT, child_env, run_pyust
+from lttng_harness import PYTHON, child_env, run_pyust
 
-PLUGIN_PATH = str(ROOT / "build" / "src" / "plugin")
 CHAIN = ("__main__:<module>;__main__:outer;__pyx_pw_4foo2_1outer;__pyx_pf_4foo2_outer;"
          "__pyx_f_4foo2_inner;helper_c")
 
@@ -37,12 +36,9 @@ print(outer({out_file!r}, {count}))
 
 
 def report(trace: Path, pid: int, fmt: str) -> subprocess.CompletedProcess:
-    """The babeltrace2 graph `pyust report` builds for native frames."""
-    return subprocess.run(
-        ["babeltrace2", "--plugin-path", PLUGIN_PATH, str(trace),
-         "-c", "flt.lttng-utils.debug-info",
-         "-c", "sink.pyust.report", "-p", f'format="{fmt}",pid={pid}'],
-        capture_output=True, text=True, timeout=300)
+    """`pyust report`, which puts babeltrace2's debug-info filter in front of
+    its sink when the trace holds native frames."""
+    return run_pyust(["report", str(trace), "--pid", str(pid), "--format", fmt])
 
 
 def run_native(tmp_path: Path, examples: Path, count: int, *options: str):
