@@ -2,18 +2,26 @@
 """pyust's overhead benchmark: how much a complete call/return trace costs.
 
     python3 tests/bench/overhead.py [--rounds N] [--json FILE] [--quick]
+                                    [--python PATH] [--pyust-path DIR]
 
 Runs the workloads of workloads.py (W1 call-heavy, W3 mixed) in these modes:
 
   untraced            the workload alone
   empty-hook          an empty C profile function (PyEval_SetProfile), the
                       floor every C-level profiler pays on CPython <= 3.11;
-                      compiled on the fly, skipped without a C compiler
+                      compiled on the fly, skipped without a C compiler. On
+                      3.12+ it is the legacy setprofile API (emulated over
+                      sys.monitoring), not pyust's path: labelled as such
   cprofile            cProfile.Profile enabled around the workload
-  pyust-dormant       pyust.start() with no LTTng session listening: the hook
-                      runs, every tracepoint is disabled (the hook's own cost)
+  pyust-dormant       pyust.start() with no LTTng session listening (since
+                      the dormant hooks, pyust then sets no interpreter hook
+                      at all: about the untraced cost)
   pyust               a real LTTng session records python:* with the contexts
                       vpid, vtid, procname (what `pyust run` records)
+  pyust-filtered      the same session, with pyust.start(modules=
+                      "workloads_small"): only W3's small module (a few
+                      thousand calls) is traced, every other call is
+                      filtered out (W1 has no call there: all filtered)
 
 Each measurement is one fresh interpreter (this file with --child) that warms
 the workload up, then times the workload alone with time.perf_counter. Rounds
@@ -27,6 +35,11 @@ Sessions are named pyust-bench-<pid>-<n>, destroyed however the run ends, and
 their trace directories deleted. Needs a reachable lttng-sessiond (as root:
 `lttng-sessiond --daemonize`). Other sessions enabling python:* at the same
 time would record this benchmark's children too: the script warns about them.
+
+The children run --python (default: this interpreter) with --pyust-path
+prepended to PYTHONPATH (default: the build matching the children's version:
+build/python for 3.11, build-py3.X/python otherwise), e.g.
+    overhead.py --python ~/.pyenv/versions/3.12.1/bin/python3
 
 To profile one mode, run a single measurement under a profiler, e.g.
     overhead.py --rounds 1 --modes pyust --workloads W1 --child-prefix 'perf record -g -o p.data'
@@ -52,14 +65,27 @@ import xml.etree.ElementTree as ElementTree
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
-MODES = ("untraced", "empty-hook", "cprofile", "pyust-dormant", "pyust")
+MODES = ("untraced", "empty-hook", "cprofile", "pyust-dormant", "pyust", "pyust-filtered")
 LABELS = {
     "untraced": "untraced",
     "empty-hook": "empty C hook (floor)",
     "cprofile": "cProfile",
     "pyust-dormant": "pyust, no session",
     "pyust": "pyust (LTTng session)",
+    "pyust-filtered": "pyust filtered (session)",
 }
+# On 3.12+ PyEval_SetProfile is a legacy API emulated over sys.monitoring;
+# pyust does not use it there, so it is no floor of pyust's cost.
+LEGACY_HOOK_LABEL = "legacy setprofile hook"
+# Modes that record into a real LTTng session.
+RECORDING_MODES = ("pyust", "pyust-filtered")
+# What pyust-filtered traces: the small module of W3 (workloads_small.py).
+FILTER_MODULE = "workloads_small"
+# Issue 3: with one small module traced and every other call filtered out,
+# the run costs at most 1.10x untraced on 3.12+, and on 3.11 (and earlier, the
+# setprofile backend) at most the empty hook's cost plus 5%.
+TARGET_MONITORING = 1.10
+TARGET_SETPROFILE_MARGIN = 1.05
 WORKLOADS = ("W1", "W3")
 CONTEXTS = ("vpid", "vtid", "procname")
 CHANNEL = "bench"
@@ -118,6 +144,13 @@ def child_main(mode: str, workload: str, scale: float) -> None:
         # start() loads the native hook, which registers with the session
         # daemon and receives the enabled events before it returns.
         enable, disable = pyust.start, pyust.stop
+    elif mode == "pyust-filtered":
+        import pyust
+
+        def enable():
+            pyust.start(modules=FILTER_MODULE)
+
+        disable = pyust.stop
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     enable()
@@ -127,6 +160,7 @@ def child_main(mode: str, workload: str, scale: float) -> None:
     disable()
     if mode.startswith("pyust"):
         result["emitted"] = pyust.emitted_events()
+        result["backend"] = pyust._hook.backend()
     result["seconds"] = t1 - t0
     result["cpu_seconds"] = c1 - c0
     result["checksum"] = checksum
@@ -406,6 +440,22 @@ def machine_info(python: str) -> dict:
     }
 
 
+def build_info(pyust_path: str) -> dict:
+    """Which pyust the children load: the repository's commit and the native
+    hook's modification time (builds change while others work on the tree)."""
+    done = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True)
+    info = {"repo_head": done.stdout.strip() or "?", "pyust_native": []}
+    directory = os.path.join(pyust_path, "pyust") if pyust_path else ""
+    if os.path.isdir(directory):
+        for name in sorted(os.listdir(directory)):
+            if name.startswith("_native") and name.endswith(".so"):
+                path = os.path.join(directory, name)
+                stamp = datetime.datetime.fromtimestamp(os.stat(path).st_mtime)
+                info["pyust_native"].append(f"{path} ({stamp.isoformat(timespec='seconds')})")
+    return info
+
+
 def _paired(results: list, workload: str, mode: str, reference: str, key: str) -> float | None:
     """Median over rounds of mode / reference within the same round: the two
     runs of a round are seconds apart, so slow drifts of the machine's load
@@ -418,9 +468,50 @@ def _paired(results: list, workload: str, mode: str, reference: str, key: str) -
     return statistics.median(ratios) if ratios else None
 
 
+def _versus(results: list, rows: dict, workload: str, mode: str, reference: str) -> dict:
+    """mode against reference (same run): the four estimators."""
+    return {
+        "ratio": rows[mode]["median_s"] / rows[reference]["median_s"],
+        "paired_ratio": _paired(results, workload, mode, reference, "seconds"),
+        "min_ratio": rows[mode]["min_s"] / rows[reference]["min_s"],
+        "cpu_ratio": rows[mode]["median_cpu_s"] / rows[reference]["median_cpu_s"],
+    }
+
+
+def filtered_target(results: list, workload: str, rows: dict,
+                    backend: str | None) -> dict | None:
+    """Issue 3's target for pyust-filtered, judged on the median ratio to
+    untraced: at most 1.10x with sys.monitoring (3.12+); with the setprofile
+    backend (<= 3.11) at most the empty hook's ratio x 1.05."""
+    filtered = rows.get("pyust-filtered")
+    if filtered is None or "ratio" not in filtered:
+        return None
+    if backend == "monitoring":
+        limit, rule = TARGET_MONITORING, f"filtered <= {TARGET_MONITORING:.2f}x untraced"
+    elif "empty-hook" in rows:
+        limit = rows["empty-hook"]["ratio"] * TARGET_SETPROFILE_MARGIN
+        rule = f"filtered <= empty hook x {TARGET_SETPROFILE_MARGIN:.2f}"
+    else:
+        return {"rule": "filtered <= empty hook x 1.05", "met": None,
+                "why": "the empty-hook mode did not run"}
+    target = {
+        "rule": rule,
+        "limit": limit,
+        "ratio": filtered["ratio"],
+        "paired_ratio": filtered.get("paired_ratio"),
+        "cpu_ratio": filtered.get("cpu_ratio"),
+        "met": filtered["ratio"] <= limit,
+    }
+    if backend != "monitoring":
+        # The same rule read directly: filtered / empty hook <= 1.05.
+        target["vs_empty_hook"] = _versus(results, rows, workload, "pyust-filtered",
+                                          "empty-hook")
+    return target
+
+
 def summarise(results: list, modes: list, workloads: list) -> dict:
-    """Per workload and mode: medians, ratios to untraced, events; and pyust
-    against cProfile."""
+    """Per workload and mode: medians, ratios to untraced, events; pyust
+    (full and filtered) against cProfile; issue 3's filtered target."""
     summary: dict = {}
     for workload in workloads:
         rows: dict = {}
@@ -439,7 +530,7 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
             }
             if "emitted" in runs[0]:
                 row["emitted_median"] = statistics.median(r["emitted"] for r in runs)
-            if mode == "pyust":
+            if mode in RECORDING_MODES:
                 row["discarded_total"] = sum(r["discarded"] for r in runs)
                 row["recorded_median"] = statistics.median(r["recorded"] for r in runs)
                 row["trace_bytes_median"] = statistics.median(r["trace_bytes"] for r in runs)
@@ -453,14 +544,17 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
                 row["paired_ratio"] = _paired(results, workload, mode, "untraced", "seconds")
                 row["min_ratio"] = row["min_s"] / base["min_s"]
                 row["cpu_ratio"] = row["median_cpu_s"] / base["median_cpu_s"]
-                if row.get("emitted_median"):
+                # Per emitted event: meaningless when most calls are filtered out,
+                # or when nothing records (the dormant hooks emit next to nothing).
+                if row.get("emitted_median") and mode == "pyust":
                     events = row["emitted_median"]
                     row["ns_per_event_over_untraced"] = (
                         (row["median_s"] - base["median_s"]) / events * 1e9)
                     row["cpu_ns_per_event_over_untraced"] = (
                         (row["median_cpu_s"] - base["median_cpu_s"]) / events * 1e9)
         if "pyust" in rows and "pyust-dormant" in rows and rows["pyust"].get("emitted_median"):
-            # What recording costs on top of the hook: LTTng's share per event.
+            # What recording costs on top of pyust with no session (the hook
+            # and LTTng together, now that a dormant pyust sets no hook).
             events = rows["pyust"]["emitted_median"]
             dormant = rows["pyust-dormant"]
             rows["pyust"]["ns_per_event_over_dormant"] = (
@@ -468,12 +562,16 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
             rows["pyust"]["cpu_ns_per_event_over_dormant"] = (
                 (rows["pyust"]["median_cpu_s"] - dormant["median_cpu_s"]) / events * 1e9)
         if "pyust" in rows and "cprofile" in rows:
-            entry["pyust_vs_cprofile"] = {
-                "ratio": rows["pyust"]["median_s"] / rows["cprofile"]["median_s"],
-                "paired_ratio": _paired(results, workload, "pyust", "cprofile", "seconds"),
-                "min_ratio": rows["pyust"]["min_s"] / rows["cprofile"]["min_s"],
-                "cpu_ratio": rows["pyust"]["median_cpu_s"] / rows["cprofile"]["median_cpu_s"],
-            }
+            entry["pyust_vs_cprofile"] = _versus(results, rows, workload, "pyust", "cprofile")
+        if "pyust-filtered" in rows and "cprofile" in rows:
+            entry["pyust_filtered_vs_cprofile"] = _versus(results, rows, workload,
+                                                          "pyust-filtered", "cprofile")
+        backends = {r["backend"] for r in results
+                    if r["workload"] == workload and r.get("backend")}
+        target = filtered_target(results, workload, rows,
+                                 backends.pop() if len(backends) == 1 else None)
+        if target is not None:
+            entry["filtered_target"] = target
     return summary
 
 
@@ -481,7 +579,8 @@ def _x(value) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def print_table(summary: dict, results: list, stream=sys.stdout) -> None:
+def print_table(summary: dict, results: list, labels: dict = LABELS,
+                stream=sys.stdout) -> None:
     print(f"\n{'workload':8} {'mode':24} {'median s':>8} {'min s':>7} {'ratio':>6} "
           f"{'paired':>6} {'min':>6} {'cpu s':>7} {'cpu':>6} {'cpu ns/ev':>9}", file=stream)
     for workload, entry in summary.items():
@@ -490,7 +589,7 @@ def print_table(summary: dict, results: list, stream=sys.stdout) -> None:
             per_event = "" if per_event is None else f"{per_event:.1f}"
             flag = row["runs_with_foreign_sessions"]
             flag = f"  ({flag} runs overlapped other python:* sessions)" if flag else ""
-            print(f"{workload:8} {LABELS[mode]:24} {row['median_s']:8.3f} {row['min_s']:7.3f} "
+            print(f"{workload:8} {labels[mode]:24} {row['median_s']:8.3f} {row['min_s']:7.3f} "
                   f"{_x(row.get('ratio')):>6} {_x(row.get('paired_ratio')):>6} "
                   f"{_x(row.get('min_ratio')):>6} {row['median_cpu_s']:7.3f} "
                   f"{_x(row.get('cpu_ratio')):>6} {per_event:>9}{flag}", file=stream)
@@ -499,11 +598,13 @@ def print_table(summary: dict, results: list, stream=sys.stdout) -> None:
             print(f"{workload:8} {'pyust - no session':24} {'':8} {'':7} {'':6} {'':6} {'':6} "
                   f"{'':7} {'':6} {recording['cpu_ns_per_event_over_dormant']:9.1f}",
                   file=stream)
-        versus = entry.get("pyust_vs_cprofile")
-        if versus:
-            print(f"{workload:8} {'pyust / cProfile':24} {'':8} {'':7} {_x(versus['ratio']):>6} "
-                  f"{_x(versus['paired_ratio']):>6} {_x(versus['min_ratio']):>6} {'':7} "
-                  f"{_x(versus['cpu_ratio']):>6}", file=stream)
+        for key, label in (("pyust_vs_cprofile", "pyust / cProfile"),
+                           ("pyust_filtered_vs_cprofile", "filtered / cProfile")):
+            versus = entry.get(key)
+            if versus:
+                print(f"{workload:8} {label:24} {'':8} {'':7} {_x(versus['ratio']):>6} "
+                      f"{_x(versus['paired_ratio']):>6} {_x(versus['min_ratio']):>6} {'':7} "
+                      f"{_x(versus['cpu_ratio']):>6}", file=stream)
     print("""
 median s, min s: time.perf_counter around the workload, in the child.
 ratio: median / untraced median. paired: median over rounds of the ratio within
@@ -512,17 +613,36 @@ cpu s, cpu: the child's thread_time (median) and its ratio: less sensitive to
   other load on the machine.
 cpu ns/ev: (cpu - untraced cpu) / events the hook emitted (calls, returns,
   registrations; the hook also sees C calls, which it does not emit); on the row
-  'pyust - no session', what recording adds per event on top of the hook.""",
+  'pyust - no session', what a session adds per event over pyust with no
+  session (which sets no hook: the hook and the recording together).""",
           file=stream)
-    runs = [r for r in results if r["mode"] == "pyust"]
+    for workload, entry in summary.items():
+        target = entry.get("filtered_target")
+        if target is None:
+            continue
+        if target["met"] is None:
+            print(f"\n{workload} issue 3 target ({target['rule']}): not judged, {target['why']}",
+                  file=stream)
+            continue
+        print(f"\n{workload} issue 3 target ({target['rule']}): filtered {target['ratio']:.3f}x "
+              f"(paired {_x(target['paired_ratio'])}, cpu {_x(target['cpu_ratio'])}) against "
+              f"a limit of {target['limit']:.3f}x: {'MET' if target['met'] else 'MISSED'}",
+              file=stream)
+        versus = target.get("vs_empty_hook")
+        if versus:
+            print(f"{workload} filtered / empty hook: {_x(versus['ratio'])} (paired "
+                  f"{_x(versus['paired_ratio'])}, min {_x(versus['min_ratio'])}, cpu "
+                  f"{_x(versus['cpu_ratio'])}; the target is <= 1.05x)", file=stream)
+    runs = [r for r in results if r["mode"] in RECORDING_MODES]
     if runs:
-        print(f"\n{'workload':8} {'round':>5} {'emitted':>11} {'discarded':>10} "
+        print(f"\n{'workload':8} {'mode':8} {'round':>5} {'emitted':>11} {'discarded':>10} "
               f"{'recorded':>11} {'lost pkts':>9} {'trace MB':>9} {'B/event':>8} "
               f"{'stop s':>7}" + (f" {'counted':>11}" if "counted" in runs[0] else ""),
               file=stream)
         for r in runs:
             per_event = r["trace_bytes"] / r["recorded"] if r["recorded"] else 0.0
-            line = (f"{r['workload']:8} {r['round']:5d} {r['emitted']:11d} {r['discarded']:10d} "
+            line = (f"{r['workload']:8} {'filtered' if r['mode'] == 'pyust-filtered' else 'full':8} "
+                    f"{r['round']:5d} {r['emitted']:11d} {r['discarded']:10d} "
                     f"{r['recorded']:11d} {r['lost_packets']:9d} "
                     f"{r['trace_bytes'] / 1e6:9.1f} {per_event:8.1f} {r['stop_seconds']:7.2f}")
             if "counted" in r:
@@ -554,12 +674,12 @@ def parse_args(argv: list) -> argparse.Namespace:
                         "none); for profiling")
     parser.add_argument("--trace-dir", default=None,
                         help="where the traces go while a run lasts (a temporary directory)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the interpreter of the measured children (this one)")
-    default_path = os.path.join(REPO, "build", "python")
-    parser.add_argument("--pyust-path", default=default_path if os.path.isdir(default_path)
-                        else "", help="prepended to the children's PYTHONPATH "
-                        "(default: the build tree's python/ when present)")
+    parser.add_argument("--python", default=sys.executable, metavar="PATH",
+                        help="the interpreter of the measured children (default: this one)")
+    parser.add_argument("--pyust-path", default=None, metavar="DIR",
+                        help="prepended to the children's PYTHONPATH (default: the build "
+                        "matching the children's version: build/python for 3.11, "
+                        "build-py3.X/python otherwise; '' for none)")
     parser.add_argument("--wait-quiet", type=float, default=300, metavar="SECONDS",
                         help="before each pyust run, wait up to this long for other sessions "
                         "recording python:* to end (300); runs they overlap are flagged")
@@ -589,6 +709,27 @@ def parse_args(argv: list) -> argparse.Namespace:
     return options
 
 
+def interpreter_version(python: str) -> tuple:
+    """(major, minor) of the interpreter python; raises BenchError."""
+    try:
+        done = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=60)
+    except OSError as error:
+        raise BenchError(f"cannot run --python {python}: {error}") from None
+    if done.returncode != 0:
+        raise BenchError(f"--python {python} failed: {done.stderr.strip()}")
+    major, minor = done.stdout.split()
+    return int(major), int(minor)
+
+
+def default_pyust_path(version: tuple) -> str:
+    """The build of pyust for this interpreter version: build/python for 3.11,
+    build-py3.X/python otherwise ('' when there is none)."""
+    build = "build" if version == (3, 11) else f"build-py{version[0]}.{version[1]}"
+    path = os.path.join(REPO, build, "python")
+    return path if os.path.isdir(path) else ""
+
+
 def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
@@ -601,14 +742,32 @@ def main(argv: list) -> int:
         return 0
     signal.signal(signal.SIGTERM, _terminate)
     try:
+        version = interpreter_version(options.python)
+        if options.pyust_path is None:
+            options.pyust_path = default_pyust_path(version)
+            if not options.pyust_path and any(m.startswith("pyust") for m in options.modes):
+                print(f"warning: no build of pyust for Python {version[0]}.{version[1]} in "
+                      f"{REPO}; the children import pyust from their own path",
+                      file=sys.stderr)
         if any(m.startswith("pyust") for m in options.modes):
             check_sessiond()
     except BenchError as error:
         print(f"overhead.py: {error}", file=sys.stderr)
         return 1
+    labels = dict(LABELS)
+    if version >= (3, 12):
+        labels["empty-hook"] = LEGACY_HOOK_LABEL
     info = machine_info(options.python)
-    print(f"machine: {info['cpu_model']}, {info['cores']} cores; Python {info['python']}; "
-          f"{info['lttng']}")
+    info.update(build_info(options.pyust_path))
+    print(f"machine: {info['cpu_model']}, {info['cores']} cores; Python {info['python']} "
+          f"({options.python}); {info['lttng']}")
+    print("pyust from: " + (options.pyust_path or "the children's own sys.path") +
+          f" (repository at {info['repo_head']}; native hook "
+          f"{', '.join(info['pyust_native']) or 'not found there'})")
+    if "empty-hook" in options.modes and version >= (3, 12):
+        print("note: on Python 3.12+ the empty-hook mode measures the legacy PyEval_SetProfile "
+              "API (emulated over sys.monitoring), which pyust does not use: no floor of "
+              "pyust's cost there")
     print(f"{options.rounds} rounds, scale {options.scale}, modes {', '.join(options.modes)}; "
           f"session: {options.events}, contexts {','.join(options.contexts) or 'none'}, "
           f"channel {options.subbuf_size} x {options.num_subbuf} per CPU")
@@ -637,11 +796,11 @@ def main(argv: list) -> int:
                     extra = ""
                     if result.get("foreign_sessions"):
                         extra += "  [other sessions recorded python:* too]"
-                    if mode == "pyust":
-                        extra = (f"  emitted {result['emitted']}, "
-                                 f"discarded {result['discarded']}")
+                    if mode in RECORDING_MODES:
+                        extra += (f"  emitted {result['emitted']}, "
+                                  f"discarded {result['discarded']}")
                     print(f"round {round_index + 1}/{options.rounds} {workload} "
-                          f"{LABELS[mode]:24} {result['seconds']:7.3f} s{extra}", flush=True)
+                          f"{labels[mode]:24} {result['seconds']:7.3f} s{extra}", flush=True)
     except BenchError as error:
         print(f"overhead.py: {error}", file=sys.stderr)
         return 1
@@ -653,7 +812,7 @@ def main(argv: list) -> int:
               file=sys.stderr)
         return 1
     summary = summarise(results, options.modes, options.workloads)
-    print_table(summary, results)
+    print_table(summary, results, labels)
     if any(r.get("discarded") for r in results):
         print("\nwarning: LTTng discarded events: the pyust times are too low; rerun with a "
               "larger --subbuf-size or --num-subbuf", file=sys.stderr)
@@ -665,7 +824,11 @@ def main(argv: list) -> int:
                 "rounds": options.rounds,
                 "scale": options.scale,
                 "modes": options.modes,
+                "labels": {mode: labels[mode] for mode in options.modes},
                 "workloads": options.workloads,
+                "python": options.python,
+                "pyust_path": options.pyust_path,
+                "filter_modules": FILTER_MODULE,
                 "subbuf_size": options.subbuf_size,
                 "num_subbuf": options.num_subbuf,
                 "events": options.events,

@@ -10,7 +10,9 @@ the amount of work (not its shape) so that --quick runs stay representative.
   tracer's call/return callbacks dominates.
 - w3_mixed: a mix of what real programs do: json dumps/loads, re matching,
   small classes with methods and properties, dict and list work. Much of the
-  time is spent in C (json, re), so calls are rarer than in w1.
+  time is spent in C (json, re), so calls are rarer than in w1. A few
+  thousand of its ~1M calls go to the small module workloads_small, the one
+  module overhead.py's pyust-filtered mode traces.
 
 Each returns a checksum so that the interpreter cannot skip the work and a
 run can be checked against an untraced one.
@@ -21,6 +23,8 @@ from __future__ import annotations
 import json
 import math
 import re
+
+import workloads_small
 
 
 # --- W1: call-heavy ----------------------------------------------------------
@@ -199,6 +203,9 @@ def w3_mixed(scale: float = 1.0) -> int:
         total += len(json.dumps([request.to_dict() for request in _parse(lines[:2_000])]))
         counts = _words(" ".join(lines[:1_500]).lower())
         total += sum(counts.values()) + r
+        # The small module: 150 of the 6,000 lines, 2 calls each.
+        for line in lines[::workloads_small.EVERY]:
+            total += workloads_small.line_digest(line)
     return total
 
 
