@@ -25,10 +25,12 @@ bool s_is_installing = false;
 
 void on_call(PyFrameObject* frame) noexcept
 {
-    check_session();
     const CodeInfo* info = info_for_frame(frame);
-    if (is_traced(info))
+    if (is_traced(info)) {
+        // Filtered-out calls pay only the verdict lookup.
+        check_session();
         g.emitter->call(*info);
+    }
 }
 
 void on_return(PyFrameObject* frame, bool is_unwind) noexcept
