@@ -111,3 +111,48 @@ def test_loss_accounting_recorded_plus_discarded_equals_emitted(make_program, tm
     trace = read_trace(out)
     assert len(trace.events) == recorded
     assert trace.discarded == discarded
+
+
+def test_50000_deep_recursion_in_a_thread_with_a_big_stack(session, make_program):
+    program = make_program("""\
+        import sys, threading
+        sys.setrecursionlimit(60_000)
+        threading.stack_size(512 * 1024 * 1024)
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+        result = []
+        t = threading.Thread(target=lambda: result.append(down(50_000)))
+        t.start()
+        t.join()
+        print(result)
+        """)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[50000]\n"
+    trace = session.read()
+    downs = [e for e in trace.of("python:call") if e["fields"]["name"] == "down"]
+    assert len(downs) == 50_001
+    for events in trace.threads().values():
+        assert_balanced(trace, events)
+
+
+def test_multiprocessing_spawn_and_forkserver(session, make_program):
+    """Children started by spawn and forkserver are fresh interpreters: they
+    run as untraced, and the traced parent is unaffected."""
+    program = make_program("""\
+        import multiprocessing as mp
+        def square(x):
+            return x * x
+        if __name__ == "__main__":
+            for method in ("spawn", "forkserver"):
+                with mp.get_context(method).Pool(2) as pool:
+                    print(method, sum(pool.map(square, range(10))))
+        """)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "spawn 285\nforkserver 285\n"
+    trace = session.read()
+    parent = min(e["vpid"] for e in trace.events)
+    for (vpid, _), events in trace.threads().items():
+        if vpid == parent:
+            assert_balanced(trace, events, closed=False)
