@@ -153,6 +153,10 @@ def _run_parser() -> argparse.ArgumentParser:
                              "`python -m pyust cflags` (preloads liblttng-ust-dl and "
                              "liblttng-ust-cyg-profile; a second channel, pyust-native, "
                              "with the ip context that babeltrace2's debug-info needs)")
+    parser.add_argument("--kernel", action="store_true",
+                        help="also record the program's system calls and scheduling "
+                             "(sched_switch): with LTTng's kernel tracer when lttng-modules "
+                             "is loaded, else with perf into TRACE/kernel-perf (root)")
     _add_hook_options(parser)
     return parser
 
@@ -202,6 +206,11 @@ def _run_main(argv: list) -> int:
         print("pyust: no session daemon was running: started one (lttng-sessiond --daemonize)",
               file=sys.stderr)
 
+    recorder = None
+    if args.kernel:
+        from . import kernel
+
+        recorder = kernel.choose()
     session = None
     status = None
     try:
@@ -209,15 +218,24 @@ def _run_main(argv: list) -> int:
         session.enable_python(config)
         if args.native:
             session.enable_native(config)
+        if recorder:
+            recorder.prepare(session)
         session.start()
-        status = _run_child(target, _hook_flags(args), blocking=args.no_discard,
-                            native=args.native)
+        try:
+            status = _run_child(target, _hook_flags(args), blocking=args.no_discard,
+                                native=args.native, spawn=recorder and recorder.spawn)
+        finally:
+            if recorder:
+                recorder.stop()
         session.stop()
         discarded = session.discarded_events()
     finally:
         if session is not None:
             session.destroy()
 
+    kernel_note = recorder.finish(session.path) if recorder else None
+    if kernel_note:
+        print(kernel_note, file=sys.stderr)
     recorded = None if args.no_count else lttng.count_events(session.path)
     summary = f"pyust: trace in {session.path}"
     if recorded is not None:
@@ -232,7 +250,8 @@ def _run_main(argv: list) -> int:
     return _exit_like(status)
 
 
-def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool = False) -> int:
+def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool = False,
+               spawn=None) -> int:
     """Run the program in a child interpreter under the hook; its status."""
     env = dict(os.environ)
     if blocking:
@@ -245,7 +264,7 @@ def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool =
     # The terminal's Ctrl-C reaches the child (same process group); the
     # parent waits for it so that the session is always stopped and destroyed.
     # (Ignored only after the spawn: the child would inherit SIG_IGN.)
-    child = subprocess.Popen(command, env=env)
+    child = spawn(command, env) if spawn else subprocess.Popen(command, env=env)
     previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
 
     def forward(signum, frame):

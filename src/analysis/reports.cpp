@@ -32,6 +32,8 @@ std::string format_ms(Timestamp ns)
 
 std::string location(const StackModel& model, FrameId id)
 {
+    if (id.is_kernel)
+        return "(kernel)";
     if (id.is_c)
         return "(C)";
     const CodeInfo* info = model.code(id.value);
@@ -306,7 +308,8 @@ void ChromeWriter::on_frame_closed(const Thread& thread, const Frame& frame, Tim
         return;
     separate();
     m_out << "{\"name\":" << json_string(m_model.label(frame.id)) << ",\"cat\":\""
-          << (frame.id.is_c ? "c" : "python") << "\",\"ph\":\"X\",\"ts\":"
+          << (frame.id.is_kernel ? "kernel" : frame.id.is_c ? "c" : "python")
+          << "\",\"ph\":\"X\",\"ts\":"
           << printf_string("%.3f", static_cast<double>(begin - m_origin) / 1e3)
           << ",\"dur\":" << printf_string("%.3f", static_cast<double>(end - begin) / 1e3)
           << ",\"pid\":" << thread.key().pid << ",\"tid\":" << thread.key().tid << '}';
@@ -374,6 +377,8 @@ std::string flame_color(const Flame& flame)
         hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
     if (std::string(flame.kind) == "top")
         return "#c8c8c8";
+    if (std::string(flame.kind) == "kernel")
+        return printf_string("hsl(%u,45%%,%u%%)", 100 + hash % 40, 55 + (hash >> 8) % 15);
     if (std::string(flame.kind) == "c")
         return printf_string("hsl(%u,55%%,%u%%)", 195 + hash % 40, 60 + (hash >> 8) % 15);
     return printf_string("hsl(%u,80%%,%u%%)", hash % 55, 55 + (hash >> 8) % 15);
@@ -418,7 +423,10 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
             if (node.calls == 0 || node.total_ns < min_width)
                 continue;
             flames.push_back(Flame{model.label(node.id), node.total_ns, node.self_ns, node.calls,
-                                   depth, node_x, node.id.is_c ? "c" : "py"});
+                                   depth, node_x,
+                                   node.id.is_kernel ? "kernel"
+                                   : node.id.is_c    ? "c"
+                                                     : "py"});
             max_depth = std::max(max_depth, depth);
             Timestamp child_x = node_x;
             for (const std::uint32_t child : node.children) {

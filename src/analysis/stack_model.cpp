@@ -79,8 +79,10 @@ void StackModel::on_code(std::uint64_t id, std::string module, std::string qualn
 void StackModel::on_thread_name(const ThreadKey& key, std::string name)
 {
     auto& slot = m_threads[key];
-    if (!slot)
+    if (!slot) {
         slot = std::make_unique<Thread>(key);
+        m_tids[key.tid] = slot.get();
+    }
     slot->m_name = std::move(name);
 }
 
@@ -89,8 +91,10 @@ Thread& StackModel::thread_at(const ThreadKey& key, Timestamp ts, std::uint64_t 
     Thread* thread = m_last_thread;
     if (!thread || !(thread->m_key == key)) {
         auto& slot = m_threads[key];
-        if (!slot)
+        if (!slot) {
             slot = std::make_unique<Thread>(key);
+            m_tids[key.tid] = slot.get();
+        }
         thread = slot.get();
         m_last_thread = thread;
     }
@@ -107,6 +111,8 @@ Thread& StackModel::thread_at(const ThreadKey& key, Timestamp ts, std::uint64_t 
             seen.push_back(thread);
         thread->m_last_stream = stream;
     }
+    if (is_off_cpu(*thread))
+        pop(*thread, thread->m_last_ts);
     return *thread;
 }
 
@@ -264,6 +270,42 @@ void StackModel::on_native_exit(Thread& thread, std::uint64_t address, bool has_
     pop_to(thread, index, ts);
 }
 
+void StackModel::on_syscall_entry(Thread& thread, std::string_view name)
+{
+    if (!thread.m_frames.empty() && thread.m_frames.back().id.is_kernel)
+        pop(thread, thread.m_last_ts); // its exit was lost
+    if (name == "exit" || name == "exit_group")
+        return;
+    m_c_key.assign(name);
+    const auto [it, is_new] = m_kernel_index.try_emplace(m_c_key, m_kernel_labels.size());
+    if (is_new)
+        m_kernel_labels.emplace_back(name);
+    push(thread, FrameId{it->second, true, false, true});
+}
+
+void StackModel::on_syscall_exit(Thread& thread)
+{
+    if (!thread.m_frames.empty() && thread.m_frames.back().id.is_kernel)
+        pop(thread, thread.m_last_ts);
+}
+
+void StackModel::on_switch_out(Thread& thread)
+{
+    if (!is_off_cpu(thread))
+        push(thread, off_cpu_frame);
+}
+
+void StackModel::on_switch_in(std::int64_t tid, Timestamp ts)
+{
+    const auto it = m_tids.find(tid);
+    if (it == m_tids.end() || !is_off_cpu(*it->second))
+        return;
+    Thread& thread = *it->second;
+    if (ts > thread.m_last_ts)
+        thread.m_last_ts = ts;
+    pop(thread, thread.m_last_ts);
+}
+
 void StackModel::on_c_call(Thread& thread, std::string_view name, std::string_view owner)
 {
     m_c_key.assign(owner);
@@ -283,7 +325,7 @@ void StackModel::on_c_call(Thread& thread, std::string_view name, std::string_vi
 void StackModel::on_c_return(Thread& thread)
 {
     if (!thread.m_frames.empty() && thread.m_frames.back().id.is_c &&
-        !thread.m_frames.back().id.is_native) {
+        !thread.m_frames.back().id.is_native && !thread.m_frames.back().id.is_kernel) {
         pop(thread, thread.m_last_ts);
         return;
     }
@@ -327,6 +369,8 @@ void StackModel::finish()
 {
     for (auto& [key, thread] : m_threads) {
         const Timestamp ts = thread->m_last_ts;
+        while (!thread->m_frames.empty() && thread->m_frames.back().id.is_kernel)
+            pop(*thread, ts);
         if (!thread->m_frames.empty()) {
             note(*thread, GapKind::open_at_end, thread->m_frames.front().begin, ts,
                  thread->m_frames.size());
@@ -342,6 +386,9 @@ std::string StackModel::label(FrameId id) const
     if (id.is_native)
         return id.value < m_native_labels.size() ? m_native_labels[id.value]
                                                   : std::string("<native ?>");
+    if (id.is_kernel)
+        return id.value < m_kernel_labels.size() ? m_kernel_labels[id.value]
+                                                  : std::string("<kernel ?>");
     if (id.is_c)
         return id.value < m_c_labels.size() ? m_c_labels[id.value] : std::string("<C ?>");
     if (const CodeInfo* info = code(id.value))

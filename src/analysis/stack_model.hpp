@@ -46,24 +46,32 @@ struct ThreadKeyHash {
 };
 
 // What a frame runs: a Python code object (by its id), a C function called from Python (by its
-// index in the model's table of C functions), or a native function of an instrumented binary
-// (is_c and is_native: by its index in the model's table of native functions).
+// index in the model's table of C functions), a native function of an instrumented binary
+// (is_c and is_native: by its index in the model's table of native functions), or the kernel
+// (is_c and is_kernel: a system call by its index in the model's table of kernel frames, or
+// off_cpu_frame, the time the thread spent off the CPU).
 struct FrameId {
     std::uint64_t value = 0;
     bool is_c = false;
     bool is_native = false;
+    bool is_kernel = false;
 
     bool operator==(const FrameId& other) const noexcept
     {
-        return value == other.value && is_c == other.is_c && is_native == other.is_native;
+        return value == other.value && is_c == other.is_c && is_native == other.is_native &&
+               is_kernel == other.is_kernel;
     }
 };
+
+// The kernel frame of the time off the CPU, labelled "[off-cpu]".
+inline constexpr FrameId off_cpu_frame{0, true, false, true};
 
 struct FrameIdHash {
     std::size_t operator()(const FrameId& id) const noexcept
     {
         return std::hash<std::uint64_t>()(id.value) ^ (id.is_c ? 0x9e3779b97f4a7c15ULL : 0) ^
-               (id.is_native ? 0xc2b2ae3d27d4eb4fULL : 0);
+               (id.is_native ? 0xc2b2ae3d27d4eb4fULL : 0) ^
+               (id.is_kernel ? 0x165667b19e3779f9ULL : 0);
     }
 };
 
@@ -243,7 +251,9 @@ public:
     // number the caller chooses per trace stream) belongs to, after recording that the thread
     // was seen there at ts; that time is the one the on_* call for this event uses. A ts before
     // the thread's previous event (not expected) counts as that previous time, so that no
-    // duration is ever negative. Throws std::bad_alloc.
+    // duration is ever negative. A thread off the CPU ([off-cpu] innermost) is back on it at
+    // any event of its own: that frame closes at ts. Throws std::bad_alloc, or what the
+    // listener throws.
     Thread& thread_at(const ThreadKey& key, Timestamp ts, std::uint64_t stream);
 
     // python:call. Precondition (here and below): thread comes from thread_at for this event.
@@ -277,6 +287,26 @@ public:
     // Without an address, closes the innermost frame if it is native.
     void on_native_exit(Thread& thread, std::uint64_t address, bool has_address);
 
+    // A system call starts (LTTng's syscall_entry_NAME, perf's raw_syscalls:sys_enter with its
+    // number's name, or syscalls:sys_enter_NAME): a kernel frame named name on top of the
+    // thread's stack. A syscall frame still open (its exit was lost) closes first. exit and
+    // exit_group, which never return, push nothing.
+    void on_syscall_entry(Thread& thread, std::string_view name);
+
+    // A system call returns: closes the innermost frame if it is a system call. Otherwise (the
+    // trace started inside the call) nothing closes, and no gap is noted: a system call is a
+    // leaf, its missing entry hides no other frame.
+    void on_syscall_exit(Thread& thread);
+
+    // sched_switch away from the thread: an [off-cpu] frame on top of its stack, closed at its
+    // next event (thread_at) or when on_switch_in says it runs again.
+    void on_switch_out(Thread& thread);
+
+    // sched_switch to the thread tid at ts: closes its [off-cpu] frame, if the model knows a
+    // thread of that tid (in any process) and it is off the CPU. (perf records per task only
+    // the switches away from the task: there the thread's next event ends the frame.)
+    void on_switch_in(std::int64_t tid, Timestamp ts);
+
     // python:line: code_id's frame now runs line.
     void on_line(Thread& thread, std::uint64_t code_id, std::uint32_t line);
 
@@ -285,12 +315,14 @@ public:
     // Throws std::bad_alloc.
     void on_discarded(std::uint64_t stream, Timestamp begin, Timestamp end, std::uint64_t count);
 
-    // Closes every frame still open at its thread's last timestamp (open_at_end). Call once,
-    // after the last event. Throws what on_return throws.
+    // Closes every frame still open at its thread's last timestamp (open_at_end; kernel
+    // frames, innermost, close without a gap: a process ends inside exit_group, off the CPU).
+    // Call once, after the last event. Throws what on_return throws.
     void finish();
 
     // The display name of a frame: "module:qualname" for Python code, "owner:name" for C
-    // functions, "<unknown 0x...>" for a code id never registered. Throws std::bad_alloc.
+    // functions, the system call's name or "[off-cpu]" for kernel frames, "<unknown 0x...>"
+    // for a code id never registered. Throws std::bad_alloc.
     std::string label(FrameId id) const;
 
     // The registration of a code id, or nullptr. noexcept.
@@ -336,6 +368,10 @@ private:
     FrameId native_id(std::int64_t pid, std::uint64_t address, std::string_view func,
                       std::string_view bin);
     void pop_to(Thread& thread, std::size_t depth, Timestamp ts);
+    static bool is_off_cpu(const Thread& thread) noexcept
+    {
+        return !thread.m_frames.empty() && thread.m_frames.back().id == off_cpu_frame;
+    }
     void push(Thread& thread, FrameId id);
     void pop(Thread& thread, Timestamp ts);
     void close_line(Frame& frame, Timestamp ts);
@@ -350,7 +386,10 @@ private:
     std::unordered_map<NativeKey, std::uint64_t, NativeKeyHash> m_native_index;
     std::vector<std::string> m_native_labels;
     std::vector<bool> m_native_resolved; // named by debug-info's func (not a fallback)
+    std::vector<std::string> m_kernel_labels{"[off-cpu]"}; // index 0: off_cpu_frame
+    std::unordered_map<std::string, std::uint64_t> m_kernel_index;
     std::unordered_map<ThreadKey, std::unique_ptr<Thread>, ThreadKeyHash> m_threads;
+    std::unordered_map<std::int64_t, Thread*> m_tids; // for on_switch_in: the latest of a tid
     std::unordered_map<std::uint64_t, std::vector<Thread*>> m_stream_threads;
     std::unordered_map<std::uint64_t, std::vector<Gap>> m_stream_gaps;
     std::unordered_map<FrameId, FunctionStats, FrameIdHash> m_functions;

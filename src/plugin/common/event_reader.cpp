@@ -9,6 +9,48 @@ namespace pyust::plugin {
 
 namespace {
 
+#include "syscall_names.inc"
+
+// The kernel events of the model, by LTTng's and perf's names; syscall gets the system call's
+// name when the event's name carries it.
+PythonKind kernel_kind(std::string_view name, std::string& syscall)
+{
+    static constexpr struct {
+        std::string_view prefix;
+        PythonKind kind;
+    } prefixes[] = {
+        {"syscall_entry_", PythonKind::syscall_entry},
+        {"syscall_exit_", PythonKind::syscall_exit},
+        {"compat_syscall_entry_", PythonKind::syscall_entry},
+        {"compat_syscall_exit_", PythonKind::syscall_exit},
+        {"syscalls:sys_enter_", PythonKind::syscall_entry},
+        {"syscalls:sys_exit_", PythonKind::syscall_exit},
+    };
+    if (name == "raw_syscalls:sys_enter")
+        return PythonKind::syscall_entry;
+    if (name == "raw_syscalls:sys_exit")
+        return PythonKind::syscall_exit;
+    if (name == "sched_switch" || name == "sched:sched_switch")
+        return PythonKind::sched_switch;
+    for (const auto& entry : prefixes) {
+        if (name.substr(0, entry.prefix.size()) == entry.prefix) {
+            syscall.assign(name.substr(entry.prefix.size()));
+            return entry.kind;
+        }
+    }
+    return PythonKind::other;
+}
+
+// The name of system call number, or "syscall_NUMBER". Never empty.
+std::string_view syscall_name(std::int64_t number, std::string& buffer)
+{
+    if (number >= 0 && static_cast<std::uint64_t>(number) < syscall_name_count &&
+        syscall_names[number])
+        return syscall_names[number];
+    buffer = "syscall_" + std::to_string(number);
+    return buffer;
+}
+
 PythonKind kind_of(const char* name) noexcept
 {
     static constexpr struct {
@@ -112,7 +154,12 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
     if (is_new) {
         const char* event_name = bt_event_class_get_name(event_class);
         info.kind = kind_of(event_name);
-        if (info.kind != PythonKind::other) {
+        if (info.kind == PythonKind::other && event_name)
+            info.kind = kernel_kind(event_name, info.syscall);
+        if (info.kind == PythonKind::syscall_entry || info.kind == PythonKind::syscall_exit ||
+            info.kind == PythonKind::sched_switch) {
+            kernel_class_info(event_class, info);
+        } else if (info.kind != PythonKind::other) {
             const bt_stream_class* stream_class =
                 bt_event_class_borrow_stream_class_const(event_class);
             info.has_clock = bt_stream_class_borrow_default_clock_class_const(stream_class);
@@ -141,7 +188,7 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
                     bt_event_class_borrow_specific_context_field_class_const(event_class);
                 info.vpid = find_member<Member>(specific, "vpid");
                 info.vtid = find_member<Member>(specific, "vtid");
-                info.is_context_specific = true;
+                info.key_scope = ClassInfo::KeyScope::specific;
             }
             if ((info.vpid.index < 0 || info.vtid.index < 0) && is_native) {
                 // Native frames without a thread cannot join a stack: not ours to judge.
@@ -201,6 +248,53 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
     return info;
 }
 
+void EventReader::kernel_class_info(const bt_event_class* event_class, ClassInfo& info)
+{
+    const bt_stream_class* stream_class = bt_event_class_borrow_stream_class_const(event_class);
+    info.has_clock = bt_stream_class_borrow_default_clock_class_const(stream_class);
+    const bt_field_class* payload = bt_event_class_borrow_payload_field_class_const(event_class);
+    // The thread: LTTng's contexts (vpid/vtid, else pid/tid), else perf's payload fields.
+    static constexpr struct {
+        ClassInfo::KeyScope scope;
+        const char* pid;
+        const char* tid;
+    } places[] = {
+        {ClassInfo::KeyScope::common, "vpid", "vtid"},
+        {ClassInfo::KeyScope::common, "pid", "tid"},
+        {ClassInfo::KeyScope::specific, "vpid", "vtid"},
+        {ClassInfo::KeyScope::specific, "pid", "tid"},
+        {ClassInfo::KeyScope::payload, "perf_pid", "perf_tid"},
+    };
+    info.vpid = info.vtid = Member{};
+    for (const auto& place : places) {
+        const bt_field_class* structure =
+            place.scope == ClassInfo::KeyScope::common
+                ? bt_stream_class_borrow_event_common_context_field_class_const(stream_class)
+            : place.scope == ClassInfo::KeyScope::specific
+                ? bt_event_class_borrow_specific_context_field_class_const(event_class)
+                : payload;
+        info.vpid = find_member<Member>(structure, place.pid);
+        info.vtid = find_member<Member>(structure, place.tid);
+        if (info.vpid.index >= 0 && info.vtid.index >= 0) {
+            info.key_scope = place.scope;
+            break;
+        }
+    }
+    if (info.vpid.index < 0 || info.vtid.index < 0) {
+        info.kind = PythonKind::other; // no thread to put it on
+        return;
+    }
+    if (info.kind == PythonKind::sched_switch) {
+        info.next_tid = find_member<Member>(payload, "next_tid");
+        if (info.next_tid.index < 0)
+            info.next_tid = find_member<Member>(payload, "next_pid");
+    } else if (info.syscall.empty()) {
+        info.id = find_member<Member>(payload, "id");
+        if (info.id.index < 0)
+            info.syscall = "syscall"; // raw_syscalls without its number: still a frame
+    }
+}
+
 bool EventReader::decode(const bt_message* message, PythonEvent& out)
 {
     const bt_event* event = bt_message_event_borrow_event_const(message);
@@ -208,11 +302,28 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
     if (info.kind == PythonKind::other)
         return false;
     out.kind = info.kind;
-    const bt_field* context = info.is_context_specific
-                                  ? bt_event_borrow_specific_context_field_const(event)
-                                  : bt_event_borrow_common_context_field_const(event);
+    const bt_field* context =
+        info.key_scope == ClassInfo::KeyScope::specific
+            ? bt_event_borrow_specific_context_field_const(event)
+        : info.key_scope == ClassInfo::KeyScope::payload
+            ? bt_event_borrow_payload_field_const(event)
+            : bt_event_borrow_common_context_field_const(event);
     out.key.pid = read_int(context, info.vpid);
     out.key.tid = read_int(context, info.vtid);
+    if (info.kind == PythonKind::syscall_entry || info.kind == PythonKind::syscall_exit ||
+        info.kind == PythonKind::sched_switch) {
+        out.ts = info.has_clock
+                     ? ns_from_origin(bt_message_event_borrow_default_clock_snapshot_const(message))
+                     : 0;
+        out.stream = stream_index(bt_event_borrow_stream_const(event));
+        const bt_field* payload = bt_event_borrow_payload_field_const(event);
+        out.next_tid = info.next_tid.index >= 0 ? read_int(payload, info.next_tid) : -1;
+        if (info.kind == PythonKind::syscall_entry)
+            out.name = info.id.index >= 0
+                           ? syscall_name(read_int(payload, info.id), m_syscall_buffer)
+                           : std::string_view(info.syscall);
+        return true;
+    }
     out.ts = info.has_clock
                  ? ns_from_origin(bt_message_event_borrow_default_clock_snapshot_const(message))
                  : 0;
@@ -276,6 +387,17 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
         break;
     case PythonKind::native_exit:
         model.on_native_exit(thread, event.address, event.has_address);
+        break;
+    case PythonKind::syscall_entry:
+        model.on_syscall_entry(thread, event.name);
+        break;
+    case PythonKind::syscall_exit:
+        model.on_syscall_exit(thread);
+        break;
+    case PythonKind::sched_switch:
+        model.on_switch_out(thread);
+        if (event.next_tid > 0 && event.next_tid != event.key.tid)
+            model.on_switch_in(event.next_tid, event.ts);
         break;
     case PythonKind::process:
     case PythonKind::other:

@@ -1,7 +1,11 @@
 // Reads python:* event messages (tracepoints/python_tp.h), the native frames of lttng-ust's
 // cyg-profile helpers (lttng_ust_cyg_profile(_fast):func_entry/func_exit, named by the
-// debug_info context field that flt.lttng-utils.debug-info adds) and discarded-events messages
-// into the plain values the stack model takes. The field positions of each event class are looked up
+// debug_info context field that flt.lttng-utils.debug-info adds), the kernel's system calls
+// and sched_switch (LTTng's kernel tracer: syscall_entry_NAME/syscall_exit_NAME and
+// sched_switch with the vpid/vtid (or pid/tid) contexts; perf's CTF: raw_syscalls:sys_enter/
+// sys_exit, syscalls:sys_enter_NAME/sys_exit_NAME and sched:sched_switch, with perf_pid and
+// perf_tid in the payload) and discarded-events messages into the plain values the stack
+// model takes. The field positions of each event class are looked up
 // once and cached, so that the per-event work is a few borrows and integer reads.
 #pragma once
 
@@ -30,6 +34,9 @@ enum class PythonKind : std::uint8_t {
     process,
     native_entry, // lttng_ust_cyg_profile(_fast):func_entry
     native_exit,  // lttng_ust_cyg_profile(_fast):func_exit
+    syscall_entry,
+    syscall_exit,
+    sched_switch,
 };
 
 // One decoded python:* event. The string views point into the message's fields: they live as
@@ -41,7 +48,9 @@ struct PythonEvent {
     std::uint64_t stream = 0;   // the reader's index of the event's stream
     std::uint64_t id = 0;       // code id (code, call, return, line)
     std::uint64_t number = 0;   // line (line), first_line (code), tid (thread)
-    std::string_view name;      // call: name; c_call: name; code: qualname; thread: name
+    std::string_view name; // call, c_call: name; code: qualname; thread: name; syscall_entry:
+                           // the system call's name ("syscall_N" for an unknown number)
+    std::int64_t next_tid = -1; // sched_switch: the thread switched to (-1: unknown)
     std::string_view owner;     // c_call: owner; code: module
     std::string_view file;      // code: file
     // native_entry/exit: the function's address (payload `addr`, else the `ip` context, which
@@ -58,9 +67,10 @@ public:
     EventReader() = default;
 
     // Decodes an event message. Returns false, leaving out unspecified, when it is neither a
-    // python:* event nor a cyg-profile one. Throws Error when such an event class lacks a field
-    // the model needs (vpid/vtid contexts, id, ...) or a time cannot be converted,
-    // std::bad_alloc.
+    // python:* event, a cyg-profile one nor a kernel event of the model (kernel and cyg-profile
+    // events without a thread's pid and tid are skipped too). Throws Error when a python:*
+    // event class lacks a field the model needs (vpid/vtid contexts, id, ...) or a time cannot
+    // be converted, std::bad_alloc.
     bool decode(const bt_message* message, PythonEvent& out);
 
     // Applies a decoded event to the model. Precondition: thread is
@@ -97,7 +107,10 @@ private:
     struct ClassInfo {
         PythonKind kind = PythonKind::other;
         bool has_clock = false;
-        bool is_context_specific = false; // vpid/vtid in the specific context, not the common
+        // Where vpid/vtid (or pid/tid, perf_pid/perf_tid) are: the common context, the
+        // specific context, or (perf) the payload.
+        enum class KeyScope : std::uint8_t { common, specific, payload } key_scope =
+            KeyScope::common;
         Member vpid, vtid;
         Member id, number, name, owner, file;
         // Native frames: payload addr, context ip, and the debug_info structure of the
@@ -105,7 +118,15 @@ private:
         Member addr, ip, debug_info;
         int debug_bin = -1;
         int debug_func = -1;
+        // Kernel events: the system call named by the event class (empty: by the payload's
+        // id), and sched_switch's next thread (next_tid, or perf's next_pid).
+        std::string syscall;
+        Member next_tid;
     };
+
+    // Fills the kernel parts of a new kernel event class's info; kind other when the class
+    // has no thread to join. Throws std::bad_alloc.
+    static void kernel_class_info(const bt_event_class* event_class, ClassInfo& info);
 
     const ClassInfo& class_info(const bt_event_class* event_class);
 
@@ -116,6 +137,7 @@ private:
     std::uint64_t m_last_stream_index = 0;
     std::unordered_map<const bt_stream*, std::uint64_t> m_streams;
     std::vector<std::string> m_stream_names;
+    std::string m_syscall_buffer; // the name of a system call missing from the table
 };
 
 // Returns a clock snapshot in ns from its clock's origin. Throws Error on overflow.

@@ -1,0 +1,359 @@
+"""Kernel events for `pyust run --kernel`: the traced program's system calls and
+its scheduling (sched_switch), on the same timeline as its python:* events.
+
+Two recorders, chosen in this order:
+
+  LTTng's kernel tracer (lttng-modules loaded, /proc/lttng exists, root): a
+  kernel channel in pyust's own session, with every system call
+  (`enable-event -k --syscall -a`) and sched_switch, the vpid/vtid/procname
+  contexts, and the process ID tracker set to the traced program only.
+  LTTng writes it under TRACE/kernel, with the session's clock.
+
+  perf (when the kernel tracer is absent, as in most containers and on kernels
+  without the modules): `perf record -k mono` on raw_syscalls:sys_enter/sys_exit
+  and sched:sched_switch for the traced process, its threads and the processes
+  it forks, converted at the end with `perf data convert --to-ctf` into
+  TRACE/kernel-perf. `-k mono` stamps events with CLOCK_MONOTONIC, the clock
+  LTTng-UST reads; perf's CTF clock has no offset (origin: boot), so its offset
+  is set to the one LTTng wrote for the user-space trace: both then map the
+  same clock value to the same time, and babeltrace2 merges them on one
+  timeline (README: "Kernel: system calls and scheduling").
+
+When neither can run (no modules and no perf, or not root), run() prints one
+line and the program is traced in user space only.
+
+The traced program must not run before the kernel recorder listens: the child
+is started behind a gate (a stub that waits on a pipe, then execs the real
+command), attached to, then released.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import lttng
+
+KERNEL_CHANNEL = "pyust-kernel"
+PERF_DIR = "kernel-perf"
+PERF_EVENTS = "raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch"
+TRACEFS = "/sys/kernel/tracing"
+# How long perf may take to open its events (it reads every tracepoint's format first).
+PERF_READY_TIMEOUT = 30.0
+
+# The gate: waits until the parent writes a byte on fd argv[1], then becomes the program.
+_GATE = ("import os, sys\n"
+         "fd = int(sys.argv[1])\n"
+         "go = os.read(fd, 1)\n"
+         "os.close(fd)\n"
+         "if go != b'1': sys.exit(125)\n"
+         "os.execvp(sys.argv[2], sys.argv[2:])\n")
+
+
+class KernelUnavailable(Exception):
+    """Kernel events cannot be recorded here; the message says why and what to do."""
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def lttng_kernel_available() -> bool:
+    """Whether LTTng's kernel tracer can record: lttng-modules loaded (it
+    creates /proc/lttng) and this process is root."""
+    return _is_root() and os.path.exists("/proc/lttng")
+
+
+def perf_unavailable_reason() -> str | None:
+    """None when perf can record the kernel's tracepoints here, else why not
+    (with the fix)."""
+    if shutil.which("perf") is None:
+        return "perf is not installed (apt-get install linux-perf)"
+    if not _is_root():
+        return "recording system calls with perf needs root (run pyust run --kernel as root)"
+    if not os.path.isdir(os.path.join(TRACEFS, "events", "raw_syscalls")):
+        try:
+            subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True,
+                           timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if not os.path.isdir(os.path.join(TRACEFS, "events", "raw_syscalls")):
+            return (f"the kernel's tracepoints are not visible in {TRACEFS} "
+                    f"(mount -t tracefs nodev {TRACEFS})")
+    return None
+
+
+class Recorder:
+    """Records the kernel events of one traced program. choose() makes one;
+    then prepare() before the session starts, spawn() the program, stop() after
+    it ended, finish() once the session is destroyed."""
+
+    kind = "none"
+
+    def prepare(self, session: lttng.Session) -> None:
+        """Sets up what must exist before the session starts."""
+
+    def spawn(self, command: list, env: dict) -> subprocess.Popen:
+        return subprocess.Popen(command, env=env)
+
+    def stop(self) -> None:
+        """The program has ended: stop recording."""
+
+    def finish(self, trace: str) -> str | None:
+        """The session is destroyed and its trace written: the one-line summary
+        of the kernel events, or None."""
+        return None
+
+
+class LttngKernelRecorder(Recorder):
+    """LTTng's kernel tracer, in the user-space session."""
+
+    kind = "lttng"
+
+    def __init__(self):
+        self.session = None
+
+    def prepare(self, session: lttng.Session) -> None:
+        self.session = session
+        name = session.name
+        lttng._check(lttng._run(["enable-channel", "--kernel", "--session", name,
+                                 KERNEL_CHANNEL]), "cannot create the kernel channel")
+        # Nothing system-wide: the traced program's pid is tracked once it exists.
+        lttng._run(["untrack", "--kernel", "--session", name, "--pid", "--all"])
+        lttng._check(lttng._run(["enable-event", "--kernel", "--session", name,
+                                 "--channel", KERNEL_CHANNEL, "--syscall", "--all"]),
+                     "cannot enable the system call events")
+        lttng._check(lttng._run(["enable-event", "--kernel", "--session", name,
+                                 "--channel", KERNEL_CHANNEL, "sched_switch"]),
+                     "cannot enable sched_switch")
+        lttng._check(lttng._run(["add-context", "--kernel", "--session", name,
+                                 "--channel", KERNEL_CHANNEL, "--type", "vpid", "--type",
+                                 "vtid", "--type", "procname"]),
+                     "cannot add the kernel contexts")
+
+    def spawn(self, command: list, env: dict) -> subprocess.Popen:
+        def attach(pid: int) -> None:
+            lttng._check(lttng._run(["track", "--kernel", "--session", self.session.name,
+                                     "--pid", str(pid)]),
+                         f"cannot track process {pid} in the kernel")
+        return _spawn_gated(command, env, attach)
+
+    def finish(self, trace: str) -> str | None:
+        return f"pyust: kernel events (LTTng kernel tracer) in {os.path.join(trace, 'kernel')}"
+
+
+class PerfRecorder(Recorder):
+    """perf record -k mono on the traced process, converted to CTF at the end."""
+
+    kind = "perf"
+
+    def __init__(self):
+        self.workdir = tempfile.mkdtemp(prefix="pyust-perf-")
+        self.data = os.path.join(self.workdir, "perf.data")
+        self.log = os.path.join(self.workdir, "perf.log")
+        self.perf = None
+        self.control = None
+
+    def spawn(self, command: list, env: dict) -> subprocess.Popen:
+        return _spawn_gated(command, env, self._attach)
+
+    def _attach(self, pid: int) -> None:
+        """Starts perf on pid with its events disabled, enables them through
+        perf's control descriptors and waits for perf's acknowledgement."""
+        ctl_r, ctl_w = os.pipe()
+        ack_r, ack_w = os.pipe()
+        # -p follows the threads the process creates and the processes it forks
+        # (inherit is perf's default with -p); -D -1: events start disabled.
+        command = ["perf", "record", "--quiet", "-k", "mono", "-e", PERF_EVENTS,
+                   "-p", str(pid), "-o", self.data, "-D", "-1",
+                   f"--control=fd:{ctl_r},{ack_w}"]
+        with open(self.log, "wb") as log:
+            self.perf = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=log, pass_fds=(ctl_r, ack_w),
+                                         start_new_session=True)
+        os.close(ctl_r)
+        os.close(ack_w)
+        # The control pipe stays open while perf runs: perf takes its end for a command.
+        self.control = ctl_w
+        try:
+            os.write(ctl_w, b"enable\n")
+            ack = _read_with_timeout(ack_r, PERF_READY_TIMEOUT)
+        finally:
+            os.close(ack_r)
+        if not ack.startswith(b"ack"):
+            self._kill()
+            raise KernelUnavailable(f"perf record did not start: {self._log_line()}")
+
+    def _log_line(self) -> str:
+        try:
+            with open(self.log, errors="replace") as log:
+                lines = [line.strip() for line in log if line.strip()]
+        except OSError:
+            lines = []
+        return lines[-1] if lines else "no message"
+
+    def _kill(self) -> None:
+        if self.perf and self.perf.poll() is None:
+            self.perf.kill()
+            self.perf.wait()
+
+    def stop(self) -> None:
+        if self.perf is None:
+            return
+        if self.perf.poll() is None:
+            self.perf.send_signal(signal.SIGINT)
+        try:
+            self.perf.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self._kill()
+        if self.control is not None:
+            os.close(self.control)
+            self.control = None
+
+    def finish(self, trace: str) -> str | None:
+        try:
+            if self.perf is None or not os.path.exists(self.data):
+                return None
+            target = os.path.join(trace, PERF_DIR)
+            result = subprocess.run(["perf", "data", "convert", "--to-ctf", target,
+                                     "-i", self.data, "--force"],
+                                    capture_output=True, text=True, timeout=600)
+            if result.returncode != 0 or not os.path.isfile(os.path.join(target, "metadata")):
+                lines = (result.stderr or result.stdout).strip().splitlines()
+                return ("pyust: warning: perf data convert failed, the trace has no kernel "
+                        f"events: {lines[-1] if lines else result.returncode}")
+            offset, source = lttng_clock_offset(trace)
+            align_perf_clock(os.path.join(target, "metadata"), offset)
+            samples = re.search(r"\((\d+) samples\)", result.stdout + result.stderr)
+            count = f"{samples.group(1)} " if samples else ""
+            return (f"pyust: kernel events (perf): {count}in {target}, clock aligned to "
+                    f"{source}")
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def choose() -> Recorder:
+    """The best recorder here, or the plain Recorder (user space only) after
+    printing one line that says why."""
+    if lttng_kernel_available():
+        return LttngKernelRecorder()
+    reason = perf_unavailable_reason()
+    if reason is None:
+        return PerfRecorder()
+    print(f"pyust: no kernel events: LTTng's kernel tracer is not loaded and {reason}; "
+          "tracing user space only", file=sys.stderr)
+    return Recorder()
+
+
+def _read_with_timeout(fd: int, timeout: float) -> bytes:
+    import select
+
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b""
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            return os.read(fd, 64)
+
+
+def _spawn_gated(command: list, env: dict, attach) -> subprocess.Popen:
+    """Starts command behind the gate, calls attach(pid), then lets it run.
+    When attach raises KernelUnavailable, says so on one line and lets the
+    program run anyway (user space only); any other exception kills it."""
+    gate_r, gate_w = os.pipe()
+    child = subprocess.Popen([sys.executable, "-c", _GATE, str(gate_r), *command], env=env,
+                             pass_fds=(gate_r,))
+    os.close(gate_r)
+    try:
+        try:
+            attach(child.pid)
+        except (KernelUnavailable, lttng.LttngError) as error:
+            print(f"pyust: no kernel events: {error}; tracing user space only",
+                  file=sys.stderr)
+        os.write(gate_w, b"1")
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    finally:
+        os.close(gate_w)
+    return child
+
+
+# ------------------------------------------------------------ clock alignment
+
+_CLOCK_BLOCK = re.compile(rb"clock\s*\{[^}]*\}", re.S)
+
+
+def _metadata_text(path: str) -> bytes:
+    from .report import _METADATA_MAGIC, _packet_contents
+    import struct
+
+    with open(path, "rb") as file:
+        data = file.read()
+    for order in "<>":
+        if data[:4] == struct.pack(order + "I", _METADATA_MAGIC):
+            return _packet_contents(path, data, order)
+    return data
+
+
+def lttng_clock_offset(trace: str) -> tuple:
+    """(offset, source): the offset in ns from the Unix epoch that LTTng gave
+    its monotonic clock in the user-space metadata of trace, or, without such
+    a trace, CLOCK_REALTIME - CLOCK_MONOTONIC measured now."""
+    for directory, subdirs, files in os.walk(trace):
+        subdirs.sort()
+        if "metadata" not in files or os.path.basename(directory) == PERF_DIR:
+            continue
+        try:
+            text = _metadata_text(os.path.join(directory, "metadata"))
+        except (OSError, Exception):  # a damaged metadata file: try the next one
+            continue
+        block = _CLOCK_BLOCK.search(text)
+        if not block or b"monotonic" not in block.group(0):
+            continue
+        seconds = re.search(rb"\boffset_s\s*=\s*(-?\d+)", block.group(0))
+        cycles = re.search(rb"\boffset\s*=\s*(-?\d+)", block.group(0))
+        freq = re.search(rb"\bfreq\s*=\s*(\d+)", block.group(0))
+        hz = int(freq.group(1)) if freq else 10**9
+        offset = (int(seconds.group(1)) * 10**9 if seconds else 0) + \
+            (int(cycles.group(1)) * 10**9 // hz if cycles else 0)
+        return offset, f"LTTng's ({os.path.relpath(directory, trace)})"
+    best = None
+    for _ in range(5):  # the pair read closest together
+        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        real = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if best is None or after - before < best[0]:
+            best = (after - before, real - (before + after) // 2)
+    return best[1], "CLOCK_REALTIME - CLOCK_MONOTONIC (no LTTng metadata)"
+
+
+def align_perf_clock(metadata: str, offset: int) -> None:
+    """Rewrites the clock of perf's CTF metadata (origin: CLOCK_MONOTONIC's,
+    offset 0) to start at offset ns from the Unix epoch, absolute, as LTTng's
+    monotonic clock is."""
+    with open(metadata, "rb") as file:
+        text = file.read()
+    block = _CLOCK_BLOCK.search(text)
+    if not block:
+        raise KernelUnavailable(f"no clock in perf's CTF metadata {metadata}")
+    clock = block.group(0)
+    clock = re.sub(rb"\boffset_s\s*=\s*-?\d+\s*;", b"offset_s = %d;" % (offset // 10**9), clock)
+    clock = re.sub(rb"\boffset\s*=\s*-?\d+\s*;", b"offset = %d;" % (offset % 10**9), clock)
+    if re.search(rb"\babsolute\s*=", clock):
+        clock = re.sub(rb"\babsolute\s*=\s*\w+\s*;", b"absolute = TRUE;", clock)
+    else:
+        clock = clock[:-1] + b"\tabsolute = TRUE;\n}"
+    if b"offset_s" not in clock:
+        clock = clock[:-1] + b"\toffset_s = %d;\n}" % (offset // 10**9)
+    with open(metadata, "wb") as file:
+        file.write(text[:block.start()] + clock + text[block.end():])
