@@ -1,0 +1,188 @@
+"""`pyust run --kernel` end to end: system calls on top of the Python stack
+that made them, time off the CPU as its own frame, and a user-space trace that
+stays complete when kernel events cannot be recorded. Real perf (or LTTng's
+kernel tracer where lttng-modules is loaded), LTTng and babeltrace2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lttng_harness import PYTHON, PYUST_PATH, child_env, run_pyust
+
+PROGRAM = """\
+    import os, sys, time
+
+    def writer(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        for i in range(5):
+            os.write(fd, b"x" * 4096)
+        os.close(fd)
+
+    def sleeper():
+        time.sleep(0.05)
+
+    def main():
+        writer(sys.argv[1])
+        sleeper()
+        with open(sys.argv[2], "w") as pid_file:
+            pid_file.write(str(os.getpid()))
+
+    main()
+"""
+
+WRITER = "__main__:<module>;__main__:main;__main__:writer"
+SLEEPER = "__main__:<module>;__main__:main;__main__:sleeper"
+
+
+def kernel_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "kernel events need root: run this suite as root"
+    if not os.path.exists("/proc/lttng") and shutil.which("perf") is None:
+        return "neither lttng-modules nor perf (apt-get install linux-perf) is here"
+    return None
+
+
+def traced(tmp_path: Path, *options, env=None, user_argv=()) -> tuple:
+    """`pyust run [options] -o TRACE -- program`: (result, trace, pid)."""
+    program = tmp_path / "prog.py"
+    program.write_text(textwrap.dedent(PROGRAM))
+    trace = tmp_path / "trace"
+    pid_file = tmp_path / "pid"
+    args = ["run", *options, "-o", str(trace), "--", str(program), str(tmp_path / "out.bin"),
+            str(pid_file)]
+    if user_argv:
+        result = subprocess.run([*user_argv, PYTHON, "-m", "pyust", *args], capture_output=True,
+                                text=True, timeout=120, env=env or child_env())
+    else:
+        result = run_pyust(args, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result, trace, int(pid_file.read_text())
+
+
+def report(trace: Path, pid: int, fmt: str, env=None) -> str:
+    result = run_pyust(["report", str(trace), "--pid", str(pid), "--format", fmt], env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def folded(text: str) -> dict:
+    stacks = {}
+    for line in text.splitlines():
+        stack, _, ns = line.rpartition(" ")
+        stacks[stack] = stacks.get(stack, 0) + int(ns)
+    return stacks
+
+
+@pytest.fixture(scope="module")
+def kernel_trace(tmp_path_factory):
+    reason = kernel_unavailable()
+    if reason:
+        pytest.skip(reason)
+    tmp_path = tmp_path_factory.mktemp("kernel")
+    result, trace, pid = traced(tmp_path, "--kernel")
+    return result, trace, pid
+
+
+def test_system_calls_on_the_python_stack(kernel_trace):
+    result, trace, pid = kernel_trace
+    assert "pyust: kernel events" in result.stderr, result.stderr
+    stacks = folded(report(trace, pid, "folded"))
+    assert WRITER + ";openat" in stacks, sorted(stacks)
+    assert WRITER + ";write" in stacks, sorted(stacks)
+    assert WRITER + ";close" in stacks, sorted(stacks)
+    assert stacks[WRITER + ";write"] > 0
+
+
+def test_off_cpu_is_its_own_frame(kernel_trace):
+    _, trace, pid = kernel_trace
+    stacks = folded(report(trace, pid, "folded"))
+    off_cpu = {stack: ns for stack, ns in stacks.items()
+               if stack.startswith(SLEEPER + ";") and stack.endswith(";[off-cpu]")}
+    assert off_cpu, sorted(stacks)
+    # time.sleep(0.05): about 50 ms asleep, inside the system call that slept.
+    assert 45e6 <= sum(off_cpu.values()) <= 500e6, off_cpu
+    assert all(stack.count(";") == SLEEPER.count(";") + 2 for stack in off_cpu), off_cpu
+
+
+def test_durations_nest(kernel_trace):
+    """In the Chrome trace, each of the five writes lies inside writer()'s frame,
+    and writer() inside main(): user space and kernel on one timeline."""
+    _, trace, pid = kernel_trace
+    events = json.loads(report(trace, pid, "chrome"))["traceEvents"]
+    frames = [e for e in events if e.get("ph") == "X" and e["pid"] == pid]
+    (writer,) = [e for e in frames if e["name"] == "__main__:writer"]
+    (main,) = [e for e in frames if e["name"] == "__main__:main"]
+    writes = [e for e in frames if e["name"] == "write" and e["cat"] == "kernel"
+              and writer["ts"] <= e["ts"] <= writer["ts"] + writer["dur"]]
+    assert len(writes) == 5, writes
+    for event in writes + [writer]:
+        outer = main if event is writer else writer
+        assert outer["ts"] <= event["ts"], (outer, event)
+        assert event["ts"] + event["dur"] <= outer["ts"] + outer["dur"] + 0.001, (outer, event)
+    # The profile names the system calls as functions of the kernel.
+    assert "(kernel)" in report(trace, pid, "profile")
+
+
+def user_space_complete(trace: Path, pid: int) -> None:
+    stacks = folded(report(trace, pid, "folded"))
+    assert WRITER in stacks and SLEEPER in stacks, sorted(stacks)
+    assert not any(stack.endswith((";write", ";[off-cpu]")) for stack in stacks), sorted(stacks)
+
+
+def test_without_perf_one_line_and_user_space(tmp_path):
+    if os.path.exists("/proc/lttng"):
+        pytest.skip("lttng-modules is loaded: perf is not needed here")
+    # A PATH with the tools pyust runs, and no perf (Debian puts it beside them in /usr/bin).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("lttng", "lttng-sessiond", "babeltrace2", "mount", "sh"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    path = [str(bin_dir)]
+    env = child_env(PATH=os.pathsep.join(path))
+    result, trace, pid = traced(tmp_path, "--kernel", env=env)
+    lines = [line for line in result.stderr.splitlines() if "kernel events" in line]
+    assert len(lines) == 1 and lines[0].startswith("pyust: no kernel events:"), result.stderr
+    assert "perf is not installed" in lines[0], lines
+    assert not (trace / "kernel-perf").exists()
+    user_space_complete(trace, pid)
+
+
+def test_not_root_one_line_and_user_space(tmp_path):
+    """As user nobody (setpriv), with a session daemon of its own."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to become another user")
+    if os.path.exists("/proc/lttng"):
+        pytest.skip("lttng-modules is loaded: a non-root user's session has no kernel domain")
+    for path in (PYTHON, PYUST_PATH):
+        if not os.access(path, os.R_OK) or any(
+                not os.stat(parent).st_mode & 0o001 for parent in Path(path).resolve().parents):
+            pytest.skip(f"{path} is not readable by other users")
+    # pytest's temporary directories are private to root: nobody gets one of its own.
+    top = Path(tempfile.mkdtemp(prefix="pyust-kernel-nobody-"))
+    home = top / "home"
+    home.mkdir()
+    work = top / "work"
+    work.mkdir()
+    for directory in (top, home, work):
+        os.chown(directory, 65534, 65534)
+    top.chmod(0o755)
+    env = child_env(LTTNG_HOME=str(home), HOME=str(home))
+    user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    try:
+        result, trace, pid = traced(work, "--kernel", env=env, user_argv=user)
+        lines = [line for line in result.stderr.splitlines() if "kernel events" in line]
+        assert len(lines) == 1 and "needs root" in lines[0], result.stderr
+        user_space_complete(trace, pid)
+    finally:
+        pid_file = home / ".lttng" / "lttng-sessiond.pid"
+        if pid_file.exists():  # the session daemon pyust run started for nobody
+            subprocess.run(["kill", pid_file.read_text().strip()], check=False)
+        shutil.rmtree(top, ignore_errors=True)
