@@ -8,6 +8,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 
 #include "stack_model.hpp"
 
@@ -73,6 +74,30 @@ private:
     Timestamp m_origin = 0;
     bool m_is_first = true;
 };
+
+// Per-function statistics as if every frame still open closed at now: what `top` shows of a
+// running program. A frame open since before now adds its time so far (self: minus its closed
+// children and its open child; inclusive: only for the outermost open frame of a function), not
+// a call. Precondition: now is at or after every event fed to the model (open frames of a
+// thread that has not finished). Throws std::bad_alloc.
+using FunctionTable = std::unordered_map<FrameId, FunctionStats, FrameIdHash>;
+FunctionTable function_snapshot(const StackModel& model, Timestamp now);
+
+// One refresh of the `top` table.
+struct TopFrame {
+    Timestamp begin = 0;      // trace time of the previous snapshot (or the first event)
+    Timestamp end = 0;        // trace time of this snapshot
+    std::uint64_t events = 0; // events read since the previous snapshot
+    std::size_t max_rows = 0; // functions shown at most (0: all)
+};
+
+// The `top` table: per function, its share of the interval (self time / interval length: a
+// thread busy in it all along is 100%), self and inclusive time and calls completed in the
+// interval [before, after], then its self time and calls since the first snapshot; sorted by
+// the interval's self time. before and after are function_snapshot() results. Throws what out
+// throws, std::bad_alloc.
+void write_top(const StackModel& model, const FunctionTable& before, const FunctionTable& after,
+               const TopFrame& frame, std::ostream& out);
 
 // Formatting helpers shared by the writers (and the sink's notes).
 // "1.500 ms", "250.000 us", "12 ns", "3.200 s". Throws std::bad_alloc.

@@ -2,6 +2,7 @@
 #include "report.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+
+#include <unistd.h>
 
 #include "bt_util.hpp"
 #include "event_reader.hpp"
@@ -21,7 +24,7 @@ namespace pyust::plugin::report {
 
 namespace {
 
-enum class Format { profile, tree, folded, lines, chrome, svg };
+enum class Format { profile, tree, folded, lines, chrome, svg, top };
 
 Format parse_format(const std::string& text)
 {
@@ -31,12 +34,13 @@ Format parse_format(const std::string& text)
     } formats[] = {
         {"profile", Format::profile}, {"tree", Format::tree},     {"folded", Format::folded},
         {"lines", Format::lines},     {"chrome", Format::chrome}, {"svg", Format::svg},
+        {"top", Format::top},
     };
     for (const auto& entry : formats)
         if (text == entry.name)
             return entry.format;
     throw Error("bad parameter value: name=format, value=" + text +
-                ", expected=profile|tree|folded|lines|chrome|svg");
+                ", expected=profile|tree|folded|lines|chrome|svg|top");
 }
 
 class ReportSink {
@@ -55,6 +59,10 @@ private:
     void process(const bt_message* message);
     bool is_hidden(const PythonEvent& event);
     void write_report();
+    // top: the refresh (the table of the interval since the previous one). Throws Error (an
+    // output error), std::bad_alloc.
+    void write_top_frame();
+    bool is_top_due() const noexcept;
 
     bt_self_component_sink* m_self;
     Format m_format = Format::profile;
@@ -71,14 +79,42 @@ private:
     std::unique_ptr<analysis::ChromeWriter> m_chrome;
     bool m_has_origin = false;
     bool m_is_done = false;
+    // top: a table every m_period of wall time, m_count tables at most (0: until the end).
+    std::chrono::nanoseconds m_period{1000000000};
+    std::int64_t m_count = 0;
+    std::int64_t m_frames = 0;
+    std::size_t m_max_rows = 0;
+    bool m_is_terminal = false;
+    std::chrono::steady_clock::time_point m_last_frame;
+    analysis::FunctionTable m_before;
+    analysis::Timestamp m_before_ts = INT64_MIN;
+    analysis::Timestamp m_now = INT64_MIN; // the latest time the upstream vouched for
+    std::uint64_t m_events = 0;            // events read since the previous table
 };
 
 ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m_self(self)
 {
-    check_known_params(
-        params, {"format", "output", "pid", "tid", "begin", "end", "min-duration", "modules"});
+    check_known_params(params, {"format", "output", "pid", "tid", "begin", "end", "min-duration",
+                                "modules", "period", "count", "rows"});
     if (const auto format = string_param(params, "format"))
         m_format = parse_format(*format);
+    for (const char* name : {"period", "count", "rows"}) {
+        const auto value = int_param(params, name);
+        if (!value)
+            continue;
+        if (m_format != Format::top)
+            throw Error(std::string("bad parameter: name=") + name +
+                        ", reason=only with format=top");
+        if (*value < 0 || (*value == 0 && std::strcmp(name, "period") == 0))
+            throw Error(
+                std::string("bad parameter value: name=") + name +
+                ", value=" + std::to_string(*value) +
+                (std::strcmp(name, "period") == 0 ? ", expected=ns > 0" : ", expected=>= 0"));
+    }
+    if (const auto period = int_param(params, "period"))
+        m_period = std::chrono::nanoseconds(*period);
+    m_count = int_param(params, "count").value_or(0);
+    m_max_rows = static_cast<std::size_t>(int_param(params, "rows").value_or(0));
     m_pid = int_param(params, "pid");
     m_tid = int_param(params, "tid");
     const auto begin = int_param(params, "begin");
@@ -111,6 +147,8 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
                         ", error=" + std::strerror(errno));
         m_out = &m_file;
     }
+    m_is_terminal = m_format == Format::top && m_out == &std::cout && isatty(STDOUT_FILENO);
+    m_last_frame = std::chrono::steady_clock::now();
     if (m_format == Format::chrome) {
         m_chrome = std::make_unique<analysis::ChromeWriter>(m_model, *m_out, m_min_duration);
         m_model.set_listener(m_chrome.get());
@@ -138,11 +176,21 @@ bt_component_class_sink_consume_method_status ReportSink::consume()
     case Pulled::messages:
         break;
     case Pulled::again:
-        return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_AGAIN;
+        // A live source has nothing new: the graph calls again after a pause, so that top
+        // still refreshes on time.
+        if (is_top_due())
+            write_top_frame();
+        return m_is_done ? BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_END
+                         : BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_AGAIN;
     case Pulled::end:
         m_is_done = true;
         m_upstream.reset();
-        write_report();
+        if (m_format == Format::top) {
+            if (m_events || m_frames == 0)
+                write_top_frame();
+        } else {
+            write_report();
+        }
         return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_END;
     }
     std::uint64_t i = 0;
@@ -156,7 +204,45 @@ bt_component_class_sink_consume_method_status ReportSink::consume()
             bt_message_put_ref(messages[i]);
         throw;
     }
-    return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_OK;
+    if (is_top_due())
+        write_top_frame();
+    return m_is_done ? BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_END
+                     : BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_OK;
+}
+
+bool ReportSink::is_top_due() const noexcept
+{
+    return m_format == Format::top && !m_is_done &&
+           std::chrono::steady_clock::now() - m_last_frame >= m_period;
+}
+
+void ReportSink::write_top_frame()
+{
+    const analysis::Timestamp now = m_now == INT64_MIN ? 0 : m_now;
+    analysis::FunctionTable after = analysis::function_snapshot(m_model, now);
+    analysis::TopFrame frame;
+    frame.begin = m_before_ts == INT64_MIN ? now : m_before_ts;
+    frame.end = now;
+    frame.events = m_events;
+    frame.max_rows = m_max_rows;
+    std::ostream& out = *m_out;
+    if (m_is_terminal)
+        out << "\x1b[H\x1b[2J"; // home, clear: each table replaces the previous one
+    else if (m_frames)
+        out << '\n';
+    analysis::write_top(m_model, m_before, after, frame, out);
+    out.flush();
+    if (!out)
+        throw Error("Cannot write the report: path=" + (m_path.empty() ? "stdout" : m_path) +
+                    ", error=" + std::strerror(errno));
+    m_before = std::move(after);
+    m_before_ts = now;
+    m_events = 0;
+    m_last_frame = std::chrono::steady_clock::now();
+    if (++m_frames == m_count && !m_is_done) {
+        m_is_done = true; // enough tables: stop reading (a live source detaches)
+        m_upstream.reset();
+    }
 }
 
 void ReportSink::process(const bt_message* message)
@@ -165,6 +251,15 @@ void ReportSink::process(const bt_message* message)
     case BT_MESSAGE_TYPE_EVENT: {
         if (!m_reader.decode(message, m_event))
             return;
+        if (m_format == Format::top) {
+            m_now = std::max(m_now, m_event.ts);
+            if (m_before_ts == INT64_MIN)
+                m_before_ts = m_event.ts; // the first table covers the time since then
+            // A live reader attaches mid-session, after the python:code events of the code
+            // already running: name such code by its call event until a registration comes.
+            if (m_event.kind == PythonKind::call && !m_model.code(m_event.id))
+                m_model.on_code(m_event.id, "?", std::string(m_event.name), std::string(), 0);
+        }
         if (m_event.kind == PythonKind::code) {
             // Names count for every process: a code id may run in a forked child.
             m_model.on_code(m_event.id, std::string(m_event.owner), std::string(m_event.name),
@@ -183,11 +278,23 @@ void ReportSink::process(const bt_message* message)
         }
         analysis::Thread& thread = m_model.thread_at(m_event.key, m_event.ts, m_event.stream);
         EventReader::apply(m_model, thread, m_event);
+        ++m_events;
         return;
     }
     case BT_MESSAGE_TYPE_DISCARDED_EVENTS:
         m_reader.read_discarded(message, m_model);
         return;
+    case BT_MESSAGE_TYPE_MESSAGE_ITERATOR_INACTIVITY: {
+        // No message before this time will come: the open frames of top run until then.
+        std::int64_t ns = 0;
+        if (bt_clock_snapshot_get_ns_from_origin(
+                bt_message_message_iterator_inactivity_borrow_clock_snapshot_const(message), &ns) ==
+            BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK)
+            m_now = std::max(m_now, ns);
+        else
+            bt_current_thread_clear_error();
+        return;
+    }
     case BT_MESSAGE_TYPE_STREAM_END:
         m_reader.forget_stream(bt_message_stream_end_borrow_stream_const(message));
         return;
@@ -238,6 +345,8 @@ void ReportSink::write_report()
     case Format::svg:
         analysis::write_svg(m_model, out, m_min_duration, "pyust flame graph");
         break;
+    case Format::top:
+        break; // written by write_top_frame()
     }
     if (m_format == Format::profile || m_format == Format::tree || m_format == Format::lines)
         analysis::write_gaps(m_model, out, stream_name);

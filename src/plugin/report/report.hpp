@@ -2,7 +2,7 @@
 // consumes and, at the end, writes one report (src/analysis/reports.hpp) to a file or stdout.
 //
 // Parameters:
-//   format        profile (default) | tree | folded | lines | chrome | svg
+//   format        profile (default) | tree | folded | lines | chrome | svg | top
 //   output        path of the file to write (default: standard output)
 //   pid, tid      only this process / thread
 //   begin, end    only this time window, in ns from the clock's origin (frames are clipped)
@@ -10,6 +10,14 @@
 //                 chrome, svg)
 //   modules       comma-separated module-name prefixes: show only the frames of these modules
 //                 (and C functions of these owners); see src/analysis/module_filter.hpp
+//   period        top: ns of wall time between tables (default 1 s); a live source that has
+//                 nothing new makes the graph call again after a pause, so tables keep coming
+//   count         top: stop (end the graph's sink) after this many tables (default: at the end)
+//   rows          top: functions per table (default 0: all)
+// top writes, every period, the table of the interval (src/analysis/reports.hpp write_top),
+// with the frames still open counted up to the latest event or inactivity time; on a terminal
+// each table replaces the previous one. It names code first seen by its call (a live reader
+// joins after the python:code events of running code) from that call, as "?:qualname".
 // What was incomplete (mid-call start, frames open at the end, lost events) goes at the end of
 // the profile, tree and lines reports, into the Chrome JSON's otherData, and to standard error
 // for folded and svg, whose formats have no place for it.
