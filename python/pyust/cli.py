@@ -16,14 +16,15 @@ import subprocess
 import sys
 import time
 
-from . import lttng, pth
+from . import live, lttng, pth
 
-SUBCOMMANDS = ("run", "report", "enable", "disable", "cflags")
+SUBCOMMANDS = ("run", "report", "top", "enable", "disable", "cflags")
 
 _TOP_EPILOG = """\
 commands:
   run       create an LTTng session, trace the program into it, print a summary
   report    profiles, call trees, flame graphs of a trace (through babeltrace2)
+  top       the hottest functions of a live session, refreshed every second
   enable    trace every interpreter of this environment when a variable is set
   disable   undo enable
   cflags    compiler flags that instrument an extension for run --native
@@ -148,6 +149,7 @@ def _run_parser() -> argparse.ArgumentParser:
                              "LTTng discard events (slower, loses nothing)")
     parser.add_argument("--no-count", action="store_true",
                         help="do not count the recorded events at the end (large traces)")
+    live.add_options(parser)
     parser.add_argument("--native", action="store_true",
                         help="also record the native frames of extensions built with "
                              "`python -m pyust cflags` (preloads liblttng-ust-dl and "
@@ -190,6 +192,7 @@ def _run_main(argv: list) -> int:
     if args.num_subbuf < 2:
         raise UsageError("--num-subbuf must be at least 2")
     output = _check_output_dir(args.output) if args.output else None
+    relay = live.prepare(args, output) if args.live or args.relayd else None
     if target[0] != "-m" and not os.path.exists(target[0]):
         print(f"pyust: error: can't open file {target[0]!r}: no such file", file=sys.stderr)
         return 1
@@ -214,13 +217,15 @@ def _run_main(argv: list) -> int:
     session = None
     status = None
     try:
-        session = lttng.Session.create(name, output)
+        session = relay.create(name) if relay else lttng.Session.create(name, output)
         session.enable_python(config)
         if args.native:
             session.enable_native(config)
         if recorder:
             recorder.prepare(session)
         session.start()
+        if relay:
+            relay.announce(name)
         try:
             status = _run_child(target, _hook_flags(args), blocking=args.no_discard,
                                 native=args.native, spawn=recorder and recorder.spawn)
@@ -236,6 +241,8 @@ def _run_main(argv: list) -> int:
     kernel_note = recorder.finish(session.path) if recorder else None
     if kernel_note:
         print(kernel_note, file=sys.stderr)
+    if relay:
+        session.path, args.no_count = relay.trace_path(name, args.no_count)
     recorded = None if args.no_count else lttng.count_events(session.path)
     summary = f"pyust: trace in {session.path}"
     if recorded is not None:
@@ -329,7 +336,8 @@ def main(argv: list | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = {"run": _run_main, "enable": _enable_main, "disable": _disable_main,
                 "cflags": lambda args: __import__("pyust.native", fromlist=["main"]).cflags_main(args),
-                "report": lambda args: __import__("pyust.report", fromlist=["main"]).main(args)}
+                "report": lambda args: __import__("pyust.report", fromlist=["main"]).main(args),
+                "top": lambda args: __import__("pyust.top", fromlist=["main"]).main(args)}
     if not argv or argv[0] not in commands:
         # The program's own exceptions (KeyboardInterrupt included) propagate
         # exactly as they would untraced.

@@ -99,8 +99,15 @@ class Session:
         self.path = path
 
     @classmethod
-    def create(cls, name: str, output: str | None) -> "Session":
+    def create(cls, name: str, output: str | None, live_url: str | None = None,
+               live_timer_us: int | None = None) -> "Session":
+        """A new session writing to output (a directory), or, with live_url, a live session
+        streaming to the relay daemon at that URL (net://HOST[:CTRL[:DATA]]), flushed every
+        live_timer_us (lttng's default when None)."""
         args = ["create", name] + (["--output", output] if output else [])
+        if live_url:
+            timer = f"={live_timer_us}" if live_timer_us else ""
+            args += [f"--live{timer}", f"--set-url={live_url}"]
         result = _check(_run(args, mi=True), f"cannot create session {name!r}")
         path = _mi_text(result.stdout, "path")
         return cls(name, path or output or "")

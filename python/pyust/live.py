@@ -1,0 +1,224 @@
+"""`pyust run --live`: a live session streamed through lttng-relayd.
+
+A live session sends its trace to a relay daemon (lttng-relayd), which writes it to its
+own output directory and, at the same time, serves it to live readers: babeltrace2's
+src.ctf.lttng-live, `pyust top`, Trace Compass. The relay daemon can run on this
+machine or on another one:
+
+    pyust run --live -- app.py                   a relay daemon on 127.0.0.1 (started
+                                                 if none listens there)
+    pyust run --live --relayd net://HOST -- ...  the relay daemon of HOST
+
+Ports (lttng's defaults): 5342 control and 5343 data (sessiond -> relayd), 5344 live
+(relayd -> readers). pyust prints the URL readers open,
+net://RELAYD/host/HOSTNAME/SESSION, and, at the end, where the relay daemon wrote the
+trace: the directory itself when the relay daemon runs here (found from its command
+line), else the path under its output directory.
+
+Every failure raises LttngError (one line) or cli.UsageError.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+from .lttng import LttngError, Session
+
+CONTROL_PORT, DATA_PORT, LIVE_PORT = 5342, 5343, 5344
+# Flush the buffers to the relay daemon every 200 ms (lttng's default is 1 s): `pyust
+# top` refreshes every second, and a table should not wait for half of its data.
+DEFAULT_TIMER_US = 200000
+_URL = re.compile(r"(net6?)://(\[[^\]]+\]|[^:/\[\]]+)(?::(\d+))?(?::(\d+))?/?")
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The run parser's live options."""
+    parser.add_argument("--live", action="store_true",
+                        help="a live session: the trace streams through an lttng-relayd, "
+                             "readable while it is recorded (pyust top URL, babeltrace2 "
+                             "--input-format=lttng-live URL); without --relayd, one on "
+                             f"127.0.0.1 (started if none listens on port {CONTROL_PORT})")
+    parser.add_argument("--relayd", metavar="URL",
+                        help="with --live: the relay daemon, net://HOST[:CTRL_PORT[:DATA_PORT]] "
+                             f"(default ports {CONTROL_PORT}, {DATA_PORT})")
+    parser.add_argument("--live-port", type=int, default=LIVE_PORT, metavar="PORT",
+                        help=f"with --live: the relay daemon's live port, for the URL printed "
+                             f"(default: {LIVE_PORT})")
+    parser.add_argument("--live-timer", type=int, default=DEFAULT_TIMER_US, metavar="US",
+                        help=f"with --live: flush to the relay daemon every US microseconds "
+                             f"(default: {DEFAULT_TIMER_US})")
+
+
+class Relay:
+    """The relay daemon a live session streams to."""
+
+    def __init__(self, url: str, host: str, control_port: int, live_port: int, timer_us: int):
+        self.url = url
+        self.host = host
+        self.control_port = control_port
+        self.live_port = live_port
+        self.timer_us = timer_us
+
+    def create(self, name: str) -> Session:
+        return Session.create(name, None, live_url=self.url, live_timer_us=self.timer_us)
+
+    def live_url(self, name: str) -> str:
+        host = "localhost" if _is_loopback(self.host) else self.host
+        port = "" if self.live_port == LIVE_PORT else f":{self.live_port}"
+        return f"net://{host}{port}/host/{socket.gethostname()}/{name}"
+
+    def announce(self, name: str) -> None:
+        """Prints the URL live readers open."""
+        print(f"pyust: live session {name}: pyust top {self.live_url(name)}", file=sys.stderr)
+
+    def trace_path(self, name: str, no_count: bool) -> tuple:
+        """(where the relay daemon wrote the trace, whether not to count its events): the
+        directory when the relay daemon runs on this machine, else its path under the
+        relay daemon's output directory (nothing here to count)."""
+        relative = os.path.join(socket.gethostname(), f"{name}-*")
+        output = local_relayd_output(self.control_port) if _is_local(self.host) else None
+        if output:
+            found = sorted(glob.glob(os.path.join(output, glob.escape(socket.gethostname()),
+                                                  f"{glob.escape(name)}-*")))
+            if found:
+                return found[-1], no_count
+        return (f"{self.host}:{relative} (under the output directory of its lttng-relayd, "
+                "-o, default ~/lttng-traces)", True)
+
+
+def prepare(args: argparse.Namespace, output: str | None) -> Relay:
+    """The relay daemon of `run --live [--relayd URL]`: checks the options and, without
+    --relayd, starts one on 127.0.0.1 when none listens there (and says so). Raises
+    UsageError, LttngError."""
+    from .cli import UsageError
+
+    if not args.live:
+        raise UsageError("--relayd streams a live session: add --live")
+    if output:
+        raise UsageError("--output with --live: the relay daemon writes the trace, under its "
+                         "own output directory (lttng-relayd -o)")
+    if getattr(args, "kernel", False):
+        raise UsageError("--kernel with --live: not supported yet (perf writes its part into a "
+                         "local trace directory): record the kernel with a local session")
+    if args.live_timer <= 0:
+        raise UsageError("--live-timer must be a positive number of microseconds")
+    if not 0 < args.live_port < 65536:
+        raise UsageError(f"--live-port {args.live_port} is not a port number")
+    if args.relayd:
+        match = _URL.fullmatch(args.relayd)
+        if not match:
+            raise UsageError(f"--relayd {args.relayd!r}: expected net://HOST[:CTRL_PORT"
+                             f"[:DATA_PORT]], e.g. net://tracehost or net://10.0.0.7:5342:5343")
+        _, host, control, _ = match.groups()
+        return Relay(args.relayd, host.strip("[]"), int(control or CONTROL_PORT),
+                     args.live_port, args.live_timer)
+    if not _listens("127.0.0.1", CONTROL_PORT):
+        start_relayd()
+        print(f"pyust: no relay daemon was listening on 127.0.0.1:{CONTROL_PORT}: started one "
+              f"on loopback (lttng-relayd -d, ports {CONTROL_PORT}-{LIVE_PORT}; it keeps "
+              "running)", file=sys.stderr)
+    return Relay(f"net://127.0.0.1:{CONTROL_PORT}:{DATA_PORT}", "127.0.0.1", CONTROL_PORT,
+                 args.live_port, args.live_timer)
+
+
+def start_relayd() -> None:
+    """Starts `lttng-relayd -d` listening on loopback only (lttng's default ports and
+    output directory). Raises LttngError."""
+    relayd = shutil.which("lttng-relayd")
+    if relayd is None:
+        raise LttngError("lttng-relayd is not installed: apt-get install lttng-tools")
+    command = [relayd, "-d", "-C", f"tcp://127.0.0.1:{CONTROL_PORT}",
+               "-D", f"tcp://127.0.0.1:{DATA_PORT}", "-L", f"tcp://127.0.0.1:{LIVE_PORT}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    deadline = time.monotonic() + 5
+    while result.returncode == 0 and not _listens("127.0.0.1", CONTROL_PORT):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if result.returncode != 0 or not _listens("127.0.0.1", CONTROL_PORT):
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        raise LttngError("cannot start a relay daemon (lttng-relayd -d): " +
+                         (lines[-1] if lines else f"exit status {result.returncode}") +
+                         f"; are ports {CONTROL_PORT}-{LIVE_PORT} taken? (--relayd URL)")
+
+
+def local_relayd_output(control_port: int) -> str | None:
+    """The output directory of the lttng-relayd of this machine that listens on
+    control_port (its -o/--output, else $LTTNG_HOME or $HOME of that process, plus
+    lttng-traces), or None when there is none or it cannot be read (another user's)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as stream:
+                argv = [a.decode(errors="replace") for a in stream.read().split(b"\0") if a]
+            if not argv or os.path.basename(argv[0]) != "lttng-relayd":
+                continue
+            options = _options(argv[1:])
+            control = options.get("control-port", f"tcp://0.0.0.0:{CONTROL_PORT}")
+            if not control.rstrip("/").endswith(f":{control_port}"):
+                continue
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            if "output" in options:
+                return os.path.join(cwd, options["output"])
+            with open(f"/proc/{pid}/environ", "rb") as stream:
+                environ = dict(e.decode(errors="replace").partition("=")[::2]
+                               for e in stream.read().split(b"\0") if b"=" in e)
+            home = environ.get("LTTNG_HOME") or environ.get("HOME")
+            return os.path.join(home, "lttng-traces") if home else None
+        except OSError:
+            continue
+    return None
+
+
+_SHORT = {"-C": "control-port", "-D": "data-port", "-L": "live-port", "-o": "output"}
+
+
+def _options(argv: list) -> dict:
+    """lttng-relayd's options that matter here, by long name."""
+    options = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, value = None, None
+        if arg.startswith("--") and "=" in arg:
+            name, value = arg[2:].split("=", 1)
+        elif arg.startswith("--"):
+            name = arg[2:]
+        elif arg[:2] in _SHORT:
+            name, value = _SHORT[arg[:2]], arg[2:].lstrip("=") or None
+        if name in _SHORT.values():
+            if value is None and i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            options[name] = value
+        i += 1
+    return options
+
+
+def _listens(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _is_local(host: str) -> bool:
+    if _is_loopback(host) or host in (socket.gethostname(), socket.getfqdn()):
+        return True
+    try:
+        address = socket.gethostbyname(host)
+    except OSError:
+        return False
+    return address.startswith("127.")

@@ -1,0 +1,29 @@
+"""Fixtures of the live-session tests: the session daemon (the running one, or one
+started here) and a relay daemon of our own on free loopback ports, stopped at the
+end. Helpers are in live_harness.py."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from live_harness import Relayd, lttng
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sessiond():
+    """A session daemon for the whole run: the one running, or one we start."""
+    if lttng("list", check=False).returncode != 0:
+        subprocess.run(["lttng-sessiond", "--daemonize"], check=True, timeout=60)
+    yield
+
+
+@pytest.fixture(scope="session")
+def relayd(tmp_path_factory):
+    """An lttng-relayd on three free ports of 127.0.0.1, writing under a temporary
+    directory; stopped (by its pid) at the end."""
+    relay = Relayd(tmp_path_factory.mktemp("relayd"))
+    relay.start()
+    yield relay
+    relay.stop()

@@ -1,0 +1,113 @@
+"""`pyust run --live` through a relay daemon on loopback, `pyust top` on the live
+session, and the relay daemon's copy of the trace read by `pyust report`."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+
+import pytest
+
+from live_harness import TOP_TIMEOUT, LiveRun, free_ports, listens, plugin_path, pyust
+
+
+@pytest.fixture
+def live_run(relayd, tmp_path):
+    run = LiveRun(relayd, tmp_path)
+    yield run
+    if run.process.poll() is None:
+        run.finish()
+
+
+def _profile_row(report: str, label: str) -> list:
+    rows = [line.split() for line in report.splitlines() if f" {label} " in f" {line} "]
+    assert len(rows) == 1, report
+    return rows[0]
+
+
+def test_top_shows_the_hot_function_and_the_relayd_keeps_the_whole_trace(relayd, live_run):
+    url = live_run.wait_for(r"pyust top (net://\S+)").group(1)
+    assert url == f"net://localhost:{relayd.live}/host/{socket.gethostname()}/" \
+                  f"{live_run.name}"
+    pid = live_run.pid()
+
+    # The relay daemon lists the session.
+    listed = pyust("top", relayd.live_root, timeout=TOP_TIMEOUT)
+    assert listed.returncode == 0, listed.stderr
+    assert url.replace("localhost", "127.0.0.1") in listed.stdout
+
+    top = pyust("top", url, "--count", "2", "--interval", "0.5", "--rows", "5", "--pid", pid,
+                timeout=TOP_TIMEOUT)
+    assert top.returncode == 0, top.stderr
+    tables = top.stdout.split("pyust top: ")[1:]
+    assert len(tables) == 2, top.stdout
+    assert "\x1b[" not in top.stdout  # not a terminal: plain successive tables
+    for table in tables:
+        header = table.splitlines()[2].split()
+        assert header[:4] == ["%self", "self_ms", "total_ms", "ncalls"], table
+    # hot() runs in every interval: it is in the last table with calls and self time.
+    row = next(line.split() for line in tables[-1].splitlines() if line.endswith(
+        tuple(f"{module}:hot  {where}" for module in ("?", "__main__")
+              for where in ("(named by its call)", f"{live_run.program}:3"))))
+    assert float(row[0]) > 0 and int(row[3]) > 0, tables[-1]
+
+    status, printed, stderr = live_run.finish()
+    assert status == 0, stderr
+    calls = int(printed[1])
+    trace = re.search(r"pyust: trace in (\S+): (\d+) events recorded, (\d+) discarded", stderr)
+    assert trace, stderr
+    path = trace.group(1)
+    assert path.startswith(str(relayd.output) + "/"), path
+    assert int(trace.group(3)) == 0
+
+    # The relay daemon's copy is complete: every call of hot(), named, from the first.
+    report = pyust("report", path, "--pid", pid, "--timeout", "60", timeout=TOP_TIMEOUT * 3)
+    assert report.returncode == 0, report.stderr
+    row = _profile_row(report.stdout, "__main__:hot")
+    assert int(row[0]) == calls, report.stdout
+    assert "__main__:<module>" in report.stdout
+
+
+def test_top_format_on_a_finished_trace_and_its_parameters(relayd, live_run, tmp_path):
+    live_run.pid()
+    _, _, stderr = live_run.finish()
+    path = re.search(r"pyust: trace in (\S+):", stderr).group(1)
+    plugin = plugin_path()
+    result = subprocess.run(["babeltrace2", *plugin, path, "-c", "sink.pyust.report",
+                             "-p", 'format="top",rows=3'],
+                            capture_output=True, text=True, timeout=TOP_TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("pyust top: ") >= 1
+    assert "__main__:hot" in result.stdout
+    for bad in ('format="profile",period=1000', 'format="top",period=0',
+                'format="top",count=-1'):
+        result = subprocess.run(["babeltrace2", *plugin, path, "-c", "sink.pyust.report",
+                                 "-p", bad], capture_output=True, text=True,
+                                timeout=TOP_TIMEOUT)
+        assert result.returncode != 0 and "bad parameter" in result.stderr, (bad, result)
+
+
+def test_top_bad_url_and_no_relayd():
+    bad = pyust("top", "http://example.com/x", timeout=TOP_TIMEOUT)
+    assert bad.returncode == 2 and bad.stderr.startswith("pyust: error: bad URL"), bad.stderr
+    (port,) = free_ports(1)
+    assert not listens(port)
+    nobody = pyust("top", f"net://127.0.0.1:{port}/host/h/s", "--count", "1",
+                   timeout=TOP_TIMEOUT)
+    assert nobody.returncode == 1, nobody.stderr
+    assert nobody.stderr.count("\n") == 1 and "cannot list the live sessions" in nobody.stderr
+
+
+def test_run_live_usage_errors(relayd, tmp_path):
+    program = tmp_path / "p.py"
+    program.write_text("pass\n")
+    without_live = pyust("run", "--relayd", relayd.url, "--", program)
+    assert without_live.returncode == 2 and "add --live" in without_live.stderr
+    with_output = pyust("run", "--live", "--relayd", relayd.url, "-o", tmp_path / "t", "--",
+                        program)
+    assert with_output.returncode == 2 and "relay daemon writes the trace" in with_output.stderr
+    kernel = pyust("run", "--live", "--relayd", relayd.url, "--kernel", "--", program)
+    assert kernel.returncode == 2 and "--kernel with --live" in kernel.stderr
+    bad_url = pyust("run", "--live", "--relayd", "file:///tmp/x", "--", program)
+    assert bad_url.returncode == 2 and "expected net://HOST" in bad_url.stderr
