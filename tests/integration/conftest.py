@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
 
 import pytest
 
-from lttng_harness import Session, lttng
-
-
-@pytest.fixture(scope="session", autouse=True)
-def sessiond():
-    """A session daemon for the whole run: the one running, or one we start."""
-    if lttng("list", check=False).returncode == 0:
-        yield
-        return
-    subprocess.run(["lttng-sessiond", "--daemonize"], check=True, timeout=60)
-    yield
+from lttng_harness import Session
 
 
 @pytest.fixture

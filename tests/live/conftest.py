@@ -4,19 +4,9 @@ end. Helpers are in live_harness.py."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from live_harness import Relayd, lttng
-
-
-@pytest.fixture(scope="session", autouse=True)
-def sessiond():
-    """A session daemon for the whole run: the one running, or one we start."""
-    if lttng("list", check=False).returncode != 0:
-        subprocess.run(["lttng-sessiond", "--daemonize"], check=True, timeout=60)
-    yield
+from live_harness import Relayd
 
 
 @pytest.fixture(scope="session")

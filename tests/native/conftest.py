@@ -12,15 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from lttng_harness import PYTHON, ROOT, lttng  # noqa: E402
-
-
-@pytest.fixture(scope="session", autouse=True)
-def sessiond():
-    """A session daemon for the whole run: the one running, or one we start."""
-    if lttng("list", check=False).returncode != 0:
-        subprocess.run(["lttng-sessiond", "--daemonize"], check=True, timeout=60)
-    yield
+from lttng_harness import PYTHON, ROOT  # noqa: E402
 
 
 class Examples:

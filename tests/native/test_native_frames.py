@@ -9,7 +9,9 @@ restricted to the program's own pid (it writes it to a file).
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -188,3 +190,27 @@ def test_lost_native_events_leave_the_python_stack_right(tmp_path, examples):
             assert stack.startswith("__main__:<module>;__main__:outer;") or \
                 "PyInit_foo2" in stack or "pymod" in stack, stack
     assert "events discarded by the tracer" in out.stderr
+
+
+@pytest.mark.needs("foo2")
+def test_python_cython_c_and_the_write_system_call_in_one_stack(tmp_path, examples):
+    """The full stack of seed 004: a Python function calls an instrumented
+    Cython function that calls a C function that writes to a file; with
+    --native --kernel, the write system call sits on top of the C frame."""
+    if os.geteuid() != 0 or shutil.which("perf") is None:
+        pytest.fail("this test needs root and perf (scripts/setup installs linux-perf)")
+    result, trace, pid, _ = run_native(tmp_path, examples, 5, "--kernel")
+    out = report(trace, pid, "folded")
+    assert out.returncode == 0, out.stderr
+    stacks = folded(out.stdout)
+    syscalls = {stack.rsplit(";", 1)[1] for stack in stacks if stack.startswith(CHAIN + ";")}
+    assert "write" in syscalls, out.stdout
+    # The write lies within helper_c, within the Python frames (chrome durations).
+    out = report(trace, pid, "chrome")
+    events = [e for e in json.loads(out.stdout)["traceEvents"] if e.get("ph") == "X"]
+    helpers = [e for e in events if e["name"] == "helper_c"]
+    writes = [e for e in events if e["name"] == "write"]
+    nested = [w for w in writes
+              if any(h["ts"] <= w["ts"] and w["ts"] + w["dur"] <= h["ts"] + h["dur"]
+                     for h in helpers)]
+    assert len(nested) == 5  # one write(2) per helper_c call

@@ -1,11 +1,6 @@
-"""Fixtures of the kernel suite (`pyust run --kernel`): a session daemon, and
-the programs it traces. Run as root with Debian's interpreter:
-
-    sudo /usr/bin/python3 -m pytest tests/kernel
-
-PYUST_TEST_PYTHON and PYUST_TEST_PATH choose the interpreter under test and
-its pyust package, as for tests/integration (lttng_harness.py).
-"""
+"""Shared by every pytest suite under tests/: the integration harness
+(tests/integration/lttng_harness.py) on the import path, and one session
+daemon for the whole run (the running one, or one started here)."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "integration"))
 
 from lttng_harness import lttng  # noqa: E402
 
