@@ -7,6 +7,23 @@
 
 namespace pyust::analysis {
 
+std::string printable(std::string_view name)
+{
+    std::string out;
+    out.reserve(name.size());
+    for (const char c : name) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7f || c == ';') {
+            char escape[5];
+            std::snprintf(escape, sizeof escape, "\\x%02x", byte);
+            out.append(escape);
+        } else {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
 const char* gap_kind_name(GapKind kind) noexcept
 {
     switch (kind) {
@@ -70,9 +87,9 @@ void StackModel::on_code(std::uint64_t id, std::string module, std::string qualn
                          std::string file, std::uint32_t first_line)
 {
     CodeInfo& info = m_codes[id];
-    info.module = std::move(module);
-    info.qualname = std::move(qualname);
-    info.file = std::move(file);
+    info.module = printable(module);
+    info.qualname = printable(qualname);
+    info.file = printable(file);
     info.first_line = first_line;
 }
 
@@ -83,7 +100,7 @@ void StackModel::on_thread_name(const ThreadKey& key, std::string name)
         slot = std::make_unique<Thread>(key);
         m_tids[key.tid] = slot.get();
     }
-    slot->m_name = std::move(name);
+    slot->m_name = printable(name);
 }
 
 Thread& StackModel::thread_at(const ThreadKey& key, Timestamp ts, std::uint64_t stream)
@@ -236,6 +253,7 @@ FrameId StackModel::native_id(std::int64_t pid, std::uint64_t address, std::stri
         std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(address));
         label.assign(text);
     }
+    label = printable(label);
     if (is_new) {
         m_native_labels.push_back(std::move(label));
         m_native_resolved.push_back(!func.empty());
@@ -313,10 +331,10 @@ void StackModel::on_c_call(Thread& thread, std::string_view name, std::string_vi
     m_c_key.append(name);
     const auto [it, is_new] = m_c_index.try_emplace(m_c_key, m_c_labels.size());
     if (is_new) {
-        std::string label(owner);
+        std::string label = printable(owner);
         if (!label.empty())
             label.push_back(':');
-        label.append(name);
+        label.append(printable(name));
         m_c_labels.push_back(std::move(label));
     }
     push(thread, FrameId{it->second, true});

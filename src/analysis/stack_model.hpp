@@ -20,6 +20,13 @@
 
 namespace pyust::analysis {
 
+// A name read from a trace, made safe to print: control characters (which could
+// drive a terminal) and the folded format's separator ';' become \xNN escapes.
+// Everything the model names (code, threads, C and native frames) goes through
+// it. Throws std::bad_alloc.
+std::string printable(std::string_view name);
+
+
 // Nanoseconds from the trace clock's origin.
 using Timestamp = std::int64_t;
 

@@ -156,3 +156,25 @@ def test_multiprocessing_spawn_and_forkserver(session, make_program):
     for (vpid, _), events in trace.threads().items():
         if vpid == parent:
             assert_balanced(trace, events, closed=False)
+
+
+def test_names_from_the_trace_cannot_drive_a_terminal(make_program, tmp_path):
+    """A code object renamed with escape sequences and a newline: the
+    reports print them escaped, and the folded format keeps one stack a line."""
+    program = make_program("""\
+        def f():
+            return 1
+        name = "evil\\x1b[31mred\\nline;x"
+        fields = {"co_qualname": name} if hasattr(f.__code__, "co_qualname") else {}
+        f.__code__ = f.__code__.replace(co_name=name, **fields)
+        f()
+        """)
+    out = tmp_path / "trace"
+    assert run_pyust(["run", "-o", str(out), "--", program]).returncode == 0
+    for fmt in ("profile", "tree", "folded"):
+        result = run_pyust(["report", str(out), "--format", fmt, "--modules", "__main__"])
+        assert result.returncode == 0, result.stderr
+        assert "\x1b" not in result.stdout
+        assert "evil\\x1b[31mred\\x0aline\\x3bx" in result.stdout
+    folded = run_pyust(["report", str(out), "--format", "folded", "--modules", "__main__"])
+    assert all(re.fullmatch(r"\S+ \d+", line) for line in folded.stdout.splitlines())

@@ -333,3 +333,12 @@ TEST_CASE("the same address in two processes is two functions; an exit without a
     f.model.on_native_exit(f.at(5), 0, false); // the fast variant without ip: innermost
     CHECK(f.thread().depth() == 0);
 }
+
+TEST_CASE("names from a trace are made printable: control characters and ';' escaped")
+{
+    using pyust::analysis::printable;
+    CHECK(printable("Klass.method") == "Klass.method");
+    CHECK(printable("evil\x1b[2J") == "evil\\x1b[2J");
+    CHECK(printable("a;b\nc\x7f") == "a\\x3bb\\x0ac\\x7f");
+    CHECK(printable("caf\xc3\xa9") == "caf\xc3\xa9"); // UTF-8 stays as it is
+}
