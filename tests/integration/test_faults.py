@@ -4,8 +4,14 @@ and loss accounting that never lies."""
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import time
 
-from lttng_harness import assert_balanced, read_trace, run_hooked, run_pyust
+import pytest
+
+from lttng_harness import (PYTHON, assert_balanced, child_env, read_trace, run_hooked,
+                           run_pyust)
 
 
 def test_fork_storm_with_a_busy_thread(session, make_program):
@@ -178,3 +184,53 @@ def test_names_from_the_trace_cannot_drive_a_terminal(make_program, tmp_path):
         assert "evil\\x1b[31mred\\x0aline\\x3bx" in result.stdout
     folded = run_pyust(["report", str(out), "--format", "folded", "--modules", "__main__"])
     assert all(re.fullmatch(r"\S+ \d+", line) for line in folded.stdout.splitlines())
+
+
+SIGNALLED = """\
+import sys
+def hot():
+    n = 0
+    while True:
+        n += len(str(n))
+print("ready", flush=True)
+try:
+    hot()
+except KeyboardInterrupt:
+    print("first interrupt", flush=True)
+hot()
+"""
+
+
+@pytest.mark.parametrize("signals", [
+    (signal.SIGINT, signal.SIGINT), (signal.SIGTERM,), (signal.SIGKILL,)],
+    ids=["SIGINT twice", "SIGTERM", "SIGKILL"])
+def test_signals_in_a_hot_loop_end_it_as_untraced(session, make_program, signals):
+    program = make_program(SIGNALLED)
+
+    def run(command):
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=child_env())
+        try:
+            assert child.stdout.readline() == "ready\n"
+            for number, sig in enumerate(signals):
+                time.sleep(0.2)
+                child.send_signal(sig)
+                if number == 0 and len(signals) > 1:
+                    assert child.stdout.readline() == "first interrupt\n"
+            child.wait(timeout=60)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        return child.returncode, child.stdout.read(), child.stderr.read()
+
+    plain = run([PYTHON, program])
+    traced = run([PYTHON, "-m", "pyust", "--", program])
+    assert traced[0] == plain[0] == -signals[-1]
+    assert traced[1] == plain[1]
+    # The traceback of the second KeyboardInterrupt goes through the same
+    # functions (the line in the loop depends on when the signal lands).
+    def functions(stderr):
+        return re.findall(r'File "[^"]*", line \d+, in (\S+)', stderr)
+
+    assert functions(traced[2]) == functions(plain[2])
