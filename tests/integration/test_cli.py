@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -79,25 +80,33 @@ def test_run_os_exit_leaves_no_session(make_program, tmp_path):
     _no_session_left(name)
 
 
-def test_ctrl_c_while_running_cleans_up(make_program, tmp_path):
-    program = make_program("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
-    name = unique_name("int")
-    child = subprocess.Popen([PYTHON, "-m", "pyust", "run", "--name", name, "-o",
-                              str(tmp_path / "t"), "--", program], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=child_env(),
-                             start_new_session=True)
+@contextlib.contextmanager
+def run_as_from_a_terminal(name: str, out, program: str, env=None):
+    """`pyust run` in a process group of its own, as a shell starts it, so that a
+    test can send it the terminal's Ctrl-C (SIGINT to the group). Killed, and its
+    session destroyed, however the test ends."""
+    child = subprocess.Popen([PYTHON, "-m", "pyust", "run", "--name", name, "-o", str(out),
+                              "--", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env or child_env(), start_new_session=True)
     try:
-        assert child.stdout.readline() == "ready\n"
-        os.killpg(child.pid, signal.SIGINT)  # what the terminal's Ctrl-C does
-        child.wait(timeout=60)
+        yield child
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-            lttng("destroy", name, check=False)
+        lttng("destroy", name, check=False)
+
+
+def test_ctrl_c_while_running_cleans_up(make_program, tmp_path):
+    program = make_program("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    name = unique_name("int")
+    with run_as_from_a_terminal(name, tmp_path / "t", program) as child:
+        assert child.stdout.readline() == "ready\n"
+        os.killpg(child.pid, signal.SIGINT)  # what the terminal's Ctrl-C does
+        child.wait(timeout=60)
+        _no_session_left(name)
     assert child.returncode == -signal.SIGINT
     assert "KeyboardInterrupt" in child.stderr.read()
-    _no_session_left(name)
 
 
 @pytest.mark.parametrize("args, status, message", [
@@ -236,11 +245,7 @@ def test_ctrl_c_between_create_and_start_leaves_no_session(make_program, tmp_pat
     wrapper.chmod(0o755)
     name = unique_name("cc")
     env = child_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    child = subprocess.Popen([PYTHON, "-m", "pyust", "run", "--name", name, "-o",
-                              str(tmp_path / "t"), "--", make_program(SIMPLE)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                             start_new_session=True)
-    try:
+    with run_as_from_a_terminal(name, tmp_path / "t", make_program(SIMPLE), env) as child:
         for _ in range(600):
             if (tmp_path / "held").exists():
                 break
@@ -248,11 +253,6 @@ def test_ctrl_c_between_create_and_start_leaves_no_session(make_program, tmp_pat
         assert name in session_names()  # created, not started
         os.killpg(child.pid, signal.SIGINT)
         child.wait(timeout=60)
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-        lttng("destroy", name, check=False)
+        _no_session_left(name)
     assert child.returncode == 130
     assert child.stderr.read().strip() == "pyust: interrupted"
-    _no_session_left(name)
