@@ -342,3 +342,51 @@ TEST_CASE("names from a trace are made printable: control characters and ';' esc
     CHECK(printable("a;b\nc\x7f") == "a\\x3bb\\x0ac\\x7f");
     CHECK(printable("caf\xc3\xa9") == "caf\xc3\xa9"); // UTF-8 stays as it is
 }
+
+TEST_CASE("a system call sits on top of the Python stack and closes at its exit")
+{
+    Feeder f;
+    f.call(0, main_id);
+    f.call(10, foo_id);
+    f.model.on_syscall_entry(f.at(20), "write");
+    CHECK(stack_labels(f.model, f.thread()) ==
+          std::vector<std::string>{"__main__:<module>", "__main__:foo", "write"});
+    f.model.on_syscall_exit(f.at(35));
+    f.ret(40, foo_id);
+    f.model.on_syscall_exit(f.at(45)); // an exit with no entry: nothing closes
+    f.ret(50, main_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{
+                          "__main__:<module> 1 50 20",
+                          "  __main__:foo 1 30 15",
+                          "    write 1 15 15",
+                      });
+    CHECK(f.thread().gaps().empty());
+}
+
+TEST_CASE("time off the CPU is its own frame, closed when the thread runs again")
+{
+    Feeder f;
+    f.call(0, main_id);
+    f.model.on_syscall_entry(f.at(10), "clock_nanosleep");
+    f.model.on_switch_out(f.at(12));
+    CHECK(stack_labels(f.model, f.thread()) ==
+          std::vector<std::string>{"__main__:<module>", "clock_nanosleep", "[off-cpu]"});
+    f.model.on_switch_in(thread_a.tid, 90);
+    f.model.on_syscall_exit(f.at(95));
+    f.ret(100, main_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{
+                          "__main__:<module> 1 100 15",
+                          "  clock_nanosleep 1 85 7",
+                          "    [off-cpu] 1 78 78",
+                      });
+}
+
+TEST_CASE("exit_group never returns: it pushes no frame")
+{
+    Feeder f;
+    f.call(0, main_id);
+    f.model.on_syscall_entry(f.at(10), "exit_group");
+    CHECK(f.thread().depth() == 1);
+}
