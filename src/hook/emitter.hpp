@@ -33,8 +33,8 @@ public:
     // without the GIL (it reads LTTng's enabled flags).
     virtual bool is_recording() const noexcept = 0;
 
-    // How many events this emitter has handed to LTTng (enabled or not is
-    // LTTng's business: this counts the hook's side of the accounting).
+    // How many events this emitter has handed to LTTng while a session
+    // enabled them: what sessions recorded plus what they discarded.
     std::uint64_t emitted() const noexcept { return m_emitted; }
 
 protected:

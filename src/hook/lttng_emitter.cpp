@@ -6,50 +6,52 @@
 namespace pyust::hook {
 namespace {
 
+// Emits python:NAME and counts it, only when a session enables the event: the
+// count is what LTTng was handed (recorded plus discarded), at the cost of the
+// enabled check lttng_ust_tracepoint makes anyway.
+#define PYUST_EMIT(NAME, ...)                                                                      \
+    do {                                                                                           \
+        if (lttng_ust_tracepoint_enabled(python, NAME)) {                                          \
+            ++m_emitted;                                                                           \
+            lttng_ust_do_tracepoint(python, NAME, __VA_ARGS__);                                    \
+        }                                                                                          \
+    } while (0)
+
 class LttngEmitter final : public Emitter {
 public:
     void code(const CodeInfo& info) noexcept override
     {
-        ++m_emitted;
-        lttng_ust_tracepoint(python, code, info.id, info.module.c_str(), info.qualname.c_str(),
-                             info.file.c_str(), info.first_line);
+        PYUST_EMIT(code, info.id, info.module.c_str(), info.qualname.c_str(), info.file.c_str(),
+                   info.first_line);
     }
     void call(const CodeInfo& info) noexcept override
     {
-        ++m_emitted;
-        lttng_ust_tracepoint(python, call, info.id, info.qualname.c_str());
+        PYUST_EMIT(call, info.id, info.qualname.c_str());
     }
     void ret(const CodeInfo& info, bool is_unwind) noexcept override
     {
-        ++m_emitted;
-        lttng_ust_tracepoint(python, return, info.id, is_unwind ? 1 : 0);
+        PYUST_EMIT(return, info.id, is_unwind ? 1 : 0);
     }
     void line(const CodeInfo& info, std::uint32_t line) noexcept override
     {
-        ++m_emitted;
-        lttng_ust_tracepoint(python, line, info.id, line);
+        PYUST_EMIT(line, info.id, line);
     }
     void c_call(const char* name, const char* owner) noexcept override
     {
-        ++m_emitted;
-        lttng_ust_tracepoint(python, c_call, name, owner);
+        PYUST_EMIT(c_call, name, owner);
     }
     void c_return(bool has_raised) noexcept override
     {
-        ++m_emitted;
-        lttng_ust_tracepoint(python, c_return, has_raised ? 1 : 0);
+        PYUST_EMIT(c_return, has_raised ? 1 : 0);
     }
     void thread(std::int64_t tid, const char* name) noexcept override
     {
-        ++m_emitted;
-        lttng_ust_tracepoint(python, thread, tid, name);
+        PYUST_EMIT(thread, tid, name);
     }
     void process(const char* version, const char* backend, bool has_lines,
                  bool has_c_calls) noexcept override
     {
-        ++m_emitted;
-        lttng_ust_tracepoint(python, process, version, backend, has_lines ? 1 : 0,
-                             has_c_calls ? 1 : 0);
+        PYUST_EMIT(process, version, backend, has_lines ? 1 : 0, has_c_calls ? 1 : 0);
     }
     bool is_code_enabled() const noexcept override
     {
@@ -64,6 +66,8 @@ public:
 };
 
 } // namespace
+
+#undef PYUST_EMIT
 
 Emitter& lttng_emitter() noexcept
 {

@@ -81,3 +81,21 @@ def test_sessions_started_and_stopped_twice_while_running(make_program, tmp_path
         assert len(main) == 1
         open_frames = assert_balanced(trace, main[0], closed=False)
         assert [codes[i]["qualname"] for i in open_frames] == ["<module>"]
+
+
+def test_events_count_only_what_a_session_was_handed(make_program, tmp_path):
+    """pyust.emitted_events() counts the events LTTng was handed: with the hooks
+    kept on (dormant=False) but no session listening, none."""
+    program = make_program("""\
+        import pyust
+        def f():
+            pass
+        pyust.start(dormant=False)
+        for _ in range(100):
+            f()
+        pyust.stop()
+        print(pyust.is_hooked(), pyust.emitted_events())
+        """)
+    result = subprocess.run([PYTHON, program], capture_output=True, text=True, env=child_env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "False 0\n"
