@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from lttng_harness import run_pyust
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -39,7 +40,7 @@ def plugin_dir():
         candidate = ROOT / build / "src" / "plugin"
         if (candidate / PLUGIN_FILE).exists():
             return candidate
-    pytest.skip("the plugin is not built (meson setup build-plugin && ninja -C build-plugin)")
+    pytest.fail("the plugin is not built: run scripts/setup (or meson setup build && ninja -C build)")
 
 
 def babeltrace2(*args, timeout=TIMEOUT):
@@ -227,18 +228,11 @@ foo()
 
 @pytest.fixture(scope="module")
 def real_trace():
-    hook = ROOT / "build" / "python"
-    if not shutil.which("lttng") or not (hook / "pyust").is_dir():
-        pytest.skip("needs lttng and the hook built in build/ (build/python)")
     work = Path(tempfile.mkdtemp(prefix="pyust-golden-"))
     (work / "fbb.py").write_text(PROGRAM)
-    env = dict(os.environ, PYTHONPATH=str(hook))
-    python = shutil.which("python3", path=os.environ.get("PATH"))
-    result = subprocess.run([python, "-m", "pyust", "run", "-o", str(work / "trace"), "--",
-                             "fbb.py"], cwd=work, env=env, capture_output=True, text=True,
-                            timeout=120)
-    if result.returncode != 0:
-        pytest.skip("pyust run failed: " + result.stderr[-500:])
+    # The interpreter under test and its pyust, as every suite (lttng_harness).
+    result = run_pyust(["run", "-o", str(work / "trace"), "--", "fbb.py"], cwd=work)
+    assert result.returncode == 0, "pyust run failed: " + result.stderr[-500:]
     yield work / "trace"
     shutil.rmtree(work, ignore_errors=True)
 
