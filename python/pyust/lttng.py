@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 _MI_NS = "{https://lttng.org/xml/ns/lttng-mi}"
 
@@ -36,7 +36,6 @@ class ChannelConfig:
     # Block the traced program instead of discarding events when the buffers
     # are full (LTTng's --blocking-timeout; the program must allow it).
     blocking: bool = False
-    extra_events: list = field(default_factory=list)
 
 
 def _lttng_path() -> str:
@@ -121,9 +120,8 @@ class Session:
 
     def enable_python(self, config: ChannelConfig) -> None:
         self._enable_channel(CHANNEL, config)
-        events = ",".join(["python:*", *config.extra_events])
         _check(_run(["enable-event", "--userspace", "--session", self.name,
-                     "--channel", CHANNEL, events]), "cannot enable the python events")
+                     "--channel", CHANNEL, "python:*"]), "cannot enable the python events")
         contexts = []
         for context in CONTEXTS:
             contexts += ["--type", context]

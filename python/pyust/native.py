@@ -12,7 +12,6 @@ name the functions. See cyg_profile/README.md.
 from __future__ import annotations
 
 import ctypes.util
-import os
 import sysconfig
 
 try:
