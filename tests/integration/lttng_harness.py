@@ -175,6 +175,16 @@ class Session:
             self.active = False
 
 
+def folded(text: str) -> dict:
+    """Folded-stack lines (`frame;frame value`) -> {stack: ns}; every line must be one."""
+    stacks = {}
+    for line in text.splitlines():
+        stack, _, value = line.rpartition(" ")
+        assert stack and value.isdigit(), f"not a folded line: {line!r}"
+        stacks[stack] = stacks.get(stack, 0) + int(value)
+    return stacks
+
+
 def backend(python: str) -> str:
     """The hook back end pyust uses on this interpreter."""
     return "monitoring" if python_version(python) >= (3, 12) else "setprofile"

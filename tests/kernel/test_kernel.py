@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import PYTHON, PYUST_PATH, child_env, run_pyust
+from lttng_harness import PYTHON, PYUST_PATH, child_env, folded, run_pyust
 
 PROGRAM = """\
     import os, sys, time
@@ -71,14 +71,6 @@ def report(trace: Path, pid: int, fmt: str, env=None) -> str:
     result = run_pyust(["report", str(trace), "--pid", str(pid), "--format", fmt], env=env)
     assert result.returncode == 0, result.stderr
     return result.stdout
-
-
-def folded(text: str) -> dict:
-    stacks = {}
-    for line in text.splitlines():
-        stack, _, ns = line.rpartition(" ")
-        stacks[stack] = stacks.get(stack, 0) + int(ns)
-    return stacks
 
 
 @pytest.fixture(scope="module")

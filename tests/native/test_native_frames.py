@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from lttng_harness import PYTHON, child_env, run_pyust
+from lttng_harness import PYTHON, child_env, folded, run_pyust
 
 CHAIN = ("__main__:<module>;__main__:outer;__pyx_pw_4foo2_1outer;__pyx_pf_4foo2_outer;"
          "__pyx_f_4foo2_inner;helper_c")
@@ -54,14 +54,6 @@ def run_native(tmp_path: Path, examples: Path, count: int, *options: str):
     result = run_pyust(["run", "--native", "-o", str(trace), *options, "--", str(program)])
     assert result.returncode == 0, result.stderr
     return result, trace, int(pid_file.read_text()), out_file
-
-
-def folded(text: str) -> dict:
-    lines = {}
-    for line in text.splitlines():
-        stack, _, ns = line.rpartition(" ")
-        lines[stack] = lines.get(stack, 0) + int(ns)
-    return lines
 
 
 @pytest.mark.needs("foo2")

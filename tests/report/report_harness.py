@@ -86,16 +86,6 @@ def ok(*args, **kwargs) -> str:
     return result.stdout
 
 
-def folded(text: str) -> dict:
-    """Folded-stack lines -> {stack: ns}."""
-    stacks = {}
-    for line in text.splitlines():
-        stack, _, value = line.rpartition(" ")
-        assert stack and value.isdigit(), f"not a folded line: {line!r}"
-        stacks[stack] = int(value)
-    return stacks
-
-
 def profile_rows(text: str) -> dict:
     """The profile table -> {label: (ncalls, self_ms, total_ms)}."""
     rows = {}

@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from report_harness import folded, ok, profile_rows, top_level_time, trace_program
+from lttng_harness import folded
+from report_harness import ok, profile_rows, top_level_time, trace_program
 
 COUNTS_PROGRAM = """\
 def leaf(i):
