@@ -128,5 +128,5 @@ def one_error_line(result: Result) -> str:
 
 
 __all__ = ["BAD_INPUT_LIMIT", "FOO_BAR_BAZ", "PYTHON", "ROOT", "Traced", "trace_program",
-           "report", "ok", "folded", "profile_rows", "top_level_time", "one_error_line",
+           "report", "ok", "profile_rows", "top_level_time", "one_error_line",
            "child_env"]
