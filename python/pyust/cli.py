@@ -191,11 +191,12 @@ def _run_main(argv: list) -> int:
     target = _split_target(args, parser.prog)
     if args.num_subbuf < 2:
         raise UsageError("--num-subbuf must be at least 2")
-    output = _check_output_dir(args.output) if args.output else None
-    relay = live.prepare(args, output) if args.live or args.relayd else None
     if target[0] != "-m" and not os.path.exists(target[0]):
         print(f"pyust: error: can't open file {target[0]!r}: no such file", file=sys.stderr)
         return 1
+    relay = live.prepare(args, args.output) if args.live or args.relayd else None
+    # Made last among the checks: a refused command leaves no directory behind.
+    output = _check_output_dir(args.output) if args.output else None
     name = args.name or f"pyust-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}"
     config = lttng.ChannelConfig(subbuf_size=args.subbuf_size, num_subbuf=args.num_subbuf,
                                  blocking=args.no_discard)

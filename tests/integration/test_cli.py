@@ -128,6 +128,13 @@ def test_user_errors_are_one_line(args, status, message):
     assert message in lines[0]
 
 
+def test_a_refused_run_leaves_no_output_directory(tmp_path):
+    out = tmp_path / "never"
+    result = run_pyust(["run", "-o", str(out), "--", str(tmp_path / "missing.py")])
+    assert result.returncode == 1
+    assert not out.exists()
+
+
 def test_output_directory_must_be_empty(make_program, tmp_path):
     out = tmp_path / "full"
     out.mkdir()
