@@ -32,6 +32,23 @@
 #include <lttng/tracepoint.h>
 #include <stdint.h>
 
+#ifndef PYUST_BATCH_HEADER_DEFINED
+#define PYUST_BATCH_HEADER_DEFINED
+/* The fixed fields of python:batch (too many for tracepoint arguments). */
+struct pyust_batch_header {
+    int32_t pid;
+    int32_t tid;
+    uint64_t first;
+    uint32_t count;
+    uint32_t id_high;
+    uint64_t begin_tsc;
+    uint64_t begin_ns;
+    uint64_t end_tsc;
+    uint64_t end_ns;
+    uint32_t size; /* bytes of records */
+};
+#endif
+
 /*
  * python:code - a code object seen for the first time (or re-emitted by a
  * rundown).
@@ -137,6 +154,67 @@ LTTNG_UST_TRACEPOINT_EVENT(python, process,
         lttng_ust_field_string(backend, backend)
         lttng_ust_field_integer(uint8_t, lines, lines)
         lttng_ust_field_integer(uint8_t, c_calls, c_calls)))
+
+/*
+ * python:batch - fast mode (`pyust run --fast`): many call, return and line
+ * events of one thread in one LTTng event. pyust's babeltrace2 filter
+ * filter.pyust.expand turns each batch back into the python:call,
+ * python:return and python:line events the standard mode would have
+ * recorded, in time order.
+ *   pid, tid   the process and thread that took the records (the batch may
+ *              be written by another thread of the process: use these, not
+ *              the vpid/vtid contexts)
+ *   first      index of the batch's first record in the thread's sequence
+ *              of records (0 for the thread's first one): a gap to the
+ *              previous batch's first + count is records the tracer lost
+ *   count      number of records in the batch
+ *   id_high    high 32 bits of the code ids of "near" records
+ *   begin_tsc, begin_ns, end_tsc, end_ns
+ *              two readings of the record clock ("tsc") taken together with
+ *              LTTng's clock (CLOCK_MONOTONIC, in ns): one before the first
+ *              record, one when the batch was written. A record's time is
+ *              begin_ns + (tsc - begin_tsc) * (end_ns - begin_ns) /
+ *              (end_tsc - begin_tsc), or begin_ns when end_tsc == begin_tsc.
+ *              When the record clock is CLOCK_MONOTONIC itself, tsc == ns.
+ *   records    the records, back to back. Each starts with an unsigned
+ *              LEB128 varint v: kind = v & 7, and v >> 3 is the record
+ *              clock's advance since the previous record (since begin_tsc
+ *              for the first one). Then, also as unsigned LEB128 varints:
+ *                kind 0 call, 1 return, 2 return by exception (unwind),
+ *                     3 line:  the low 32 bits of the code id (the high
+ *                              half is id_high)
+ *                kind 4 to 7:  the same four, with the full 64-bit code id
+ *                line records (kind 3 and 7) then have the line number.
+ */
+LTTNG_UST_TRACEPOINT_EVENT(python, batch,
+    LTTNG_UST_TP_ARGS(const struct pyust_batch_header *, h, const uint8_t *, records),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(int32_t, pid, h->pid)
+        lttng_ust_field_integer(int32_t, tid, h->tid)
+        lttng_ust_field_integer(uint64_t, first, h->first)
+        lttng_ust_field_integer(uint32_t, count, h->count)
+        lttng_ust_field_integer_hex(uint32_t, id_high, h->id_high)
+        lttng_ust_field_integer(uint64_t, begin_tsc, h->begin_tsc)
+        lttng_ust_field_integer(uint64_t, begin_ns, h->begin_ns)
+        lttng_ust_field_integer(uint64_t, end_tsc, h->end_tsc)
+        lttng_ust_field_integer(uint64_t, end_ns, h->end_ns)
+        lttng_ust_field_sequence_hex(uint8_t, records, records, uint32_t, h->size)))
+
+/*
+ * python:horizon - fast mode: every record the process took before this
+ * event's time is in a python:batch written before it. pyust emits one when
+ * fast recording starts, then every few tens of milliseconds while it runs,
+ * and a final one when the process stops recording (stop(), exit). A reader
+ * that puts batches back in time order waits for each fast-mode process's
+ * horizon before it lets later events through.
+ *   pid    the process
+ *   final  1: the process records no more batches (until a new horizon)
+ */
+LTTNG_UST_TRACEPOINT_EVENT(python, horizon,
+    LTTNG_UST_TP_ARGS(int32_t, pid, uint8_t, final),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(int32_t, pid, pid)
+        lttng_ust_field_integer(uint8_t, final, final)))
 
 #endif /* PYUST_TRACEPOINTS_PYTHON_TP_H */
 
