@@ -44,13 +44,13 @@ def activate(variable: str) -> None:
     started_by_activation = True
 
 
-_USAGE = "use 1, or any of --modules PREFIXES --exclude PREFIXES --lines --c-calls"
+_USAGE = "use 1, or any of --modules PREFIXES --exclude PREFIXES --lines --c-calls --fast"
 
 
 def _parse(variable: str, value: str):
     """The start() options a variable's value asks for, or None (and one line
     on stderr) when the value is not understood."""
-    options = {"modules": [], "exclude": [], "c_calls": False, "lines": False}
+    options = {"modules": [], "exclude": [], "c_calls": False, "lines": False, "fast": False}
     if value in ("1", "yes", "true", "on"):
         return options
     try:
@@ -60,7 +60,7 @@ def _parse(variable: str, value: str):
         return None
     while words:
         word = words.pop(0)
-        if word in ("--lines", "--c-calls"):
+        if word in ("--lines", "--c-calls", "--fast"):
             options[word[2:].replace("-", "_")] = True
         elif word in ("--modules", "--exclude") and words:
             options[word[2:]].append(words.pop(0))

@@ -1,6 +1,6 @@
 """The `python -m pyust` command line.
 
-    python -m pyust [--c-calls] [--lines] -- app.py args     hook only
+    python -m pyust [--c-calls] [--lines] [--fast] -- app.py args     hook only
     python -m pyust run [options] -- app.py args             session + hook
     python -m pyust enable [VAR] / disable                   .pth activation
 
@@ -61,6 +61,11 @@ def _add_hook_options(parser: argparse.ArgumentParser) -> None:
                         help="also trace calls of C functions (python:c_call/c_return)")
     parser.add_argument("--lines", action="store_true",
                         help="also trace every line run (python:line)")
+    parser.add_argument("--fast", action="store_true",
+                        help="fast mode: record calls, returns and lines in per-thread batches "
+                             "(python:batch), about half the cost of the standard mode's one "
+                             "event each; read the trace with pyust report, or babeltrace2 with "
+                             "-c filter.pyust.expand")
     parser.add_argument("--no-dormant", action="store_true",
                         help="keep the interpreter hooks installed while no session records "
                              "(by default they are removed then, and come back within 100 ms "
@@ -81,6 +86,7 @@ def _split_target(args: argparse.Namespace, prog: str) -> list:
 def _hook_flags(args: argparse.Namespace) -> list:
     flags = (["--c-calls"] if args.c_calls else []) + (["--lines"] if args.lines else [])
     flags += ["--no-dormant"] if args.no_dormant else []
+    flags += ["--fast"] if args.fast else []
     for option in ("modules", "exclude"):
         for value in getattr(args, option) or []:
             flags += [f"--{option}", value]
@@ -113,7 +119,8 @@ def _hook_main(argv: list) -> int:
 
     def start():
         pyust.start(modules=args.modules, exclude=args.exclude, c_calls=args.c_calls,
-                    lines=args.lines, dormant=not args.no_dormant, _hide_caller_stack=True)
+                    lines=args.lines, dormant=not args.no_dormant, fast=args.fast,
+                    _hide_caller_stack=True)
 
     try:
         _runner.run(target, start)

@@ -29,7 +29,7 @@ PYBIND11_MODULE(_native, m)
     m.def(
         "start",
         [](bool c_calls, bool lines, bool hide_caller_stack, std::vector<std::string> include,
-           std::vector<std::string> exclude, bool dormant) {
+           std::vector<std::string> exclude, bool dormant, bool fast) {
             hook::Options options;
             options.c_calls = c_calls;
             options.lines = lines;
@@ -37,11 +37,13 @@ PYBIND11_MODULE(_native, m)
             options.include = std::move(include);
             options.exclude = std::move(exclude);
             options.is_dormant_allowed = dormant;
+            options.fast = fast;
             hook::start(options);
         },
         py::kw_only(), py::arg("c_calls") = false, py::arg("lines") = false,
         py::arg("hide_caller_stack") = false, py::arg("include") = std::vector<std::string>{},
         py::arg("exclude") = std::vector<std::string>{}, py::arg("dormant") = true,
+        py::arg("fast") = false,
         "Start tracing every thread.");
     m.def("stop", &hook::stop, "Stop tracing every thread.");
     m.def("backend", &hook::backend::name,
@@ -58,6 +60,8 @@ PYBIND11_MODULE(_native, m)
     m.def("name_thread", &hook::name_thread, py::arg("tid"), py::arg("name"));
     m.def("emitted_events", &hook::emitted_events,
           "Events the hook has handed to LTTng since the process started.");
+    m.def("flush", &hook::flush, py::arg("final") = false,
+          "Fast mode: write every thread's pending records now (before os._exit).");
     m.def("after_fork_child", &hook::after_fork_child,
           "Announce the child's stack after os.fork() (an os.register_at_fork hook).");
 }

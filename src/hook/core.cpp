@@ -115,8 +115,14 @@ void release(std::vector<PyFrameObject*>& frames) noexcept
 // to put the hooks back (every thread then announces its stack at its next
 // event, and a rundown names everything) or to remove them. pthreads rather
 // than std::thread: the child of a fork() must be able to forget the thread.
+//
+// In the fast mode the same thread also writes every thread's batch every
+// k_flush_period_ms, with the GIL, followed by a python:horizon: a thread
+// blocked outside Python still gets its records into the trace, and a reader
+// knows how long to wait for them.
 
 constexpr long k_watch_period_ms = 50;
+constexpr long k_flush_period_ms = 20;
 
 struct Watcher {
     pthread_t thread{};
@@ -125,6 +131,9 @@ struct Watcher {
     bool is_running = false;  // guarded by mutex
     bool is_stopping = false; // guarded by mutex
     std::atomic<bool> is_hooked{false}; // mirrors g.is_hooked, read without the GIL
+    // Set by start() before the watcher starts (read without the GIL).
+    std::atomic<bool> is_dormant_allowed{true};
+    std::atomic<bool> is_batched{false};
 };
 
 Watcher& w = *new Watcher; // never destroyed, like g
@@ -139,6 +148,7 @@ void set_hooked(bool is_hooked) noexcept
 void wake_up() noexcept
 {
     ++g.generation;
+    g.emitter->begin();
     try {
         backend::install(false);
         set_hooked(true);
@@ -175,13 +185,18 @@ void* watch(void*) noexcept
 {
     pthread_mutex_lock(&w.mutex);
     while (!w.is_stopping) {
-        const timespec deadline = deadline_after(k_watch_period_ms);
+        const bool is_batched = w.is_batched.load();
+        const timespec deadline =
+            deadline_after(is_batched ? k_flush_period_ms : k_watch_period_ms);
         while (!w.is_stopping && pthread_cond_timedwait(&w.wake, &w.mutex, &deadline) != ETIMEDOUT) {
         }
         if (w.is_stopping)
             break;
         const bool is_recording = g.emitter->is_recording();
-        if (is_recording == w.is_hooked.load())
+        const bool is_hooked = w.is_hooked.load();
+        const bool is_toggling = w.is_dormant_allowed.load() && is_recording != is_hooked;
+        const bool is_flushing = is_batched && is_recording && is_hooked;
+        if (!is_toggling && !is_flushing)
             continue;
         pthread_mutex_unlock(&w.mutex);
         if (compat::is_finalizing()) {
@@ -190,12 +205,14 @@ void* watch(void*) noexcept
         }
         const PyGILState_STATE gil = PyGILState_Ensure();
         // stop() clears is_active under the GIL before it waits for us.
-        if (g.is_active && is_recording != g.is_hooked) {
+        if (g.is_active && is_toggling && is_recording != g.is_hooked) {
             if (is_recording)
                 wake_up();
             else
                 go_dormant();
         }
+        if (g.is_active && is_flushing && g.is_hooked)
+            g.emitter->flush_all(false);
         PyGILState_Release(gil);
         pthread_mutex_lock(&w.mutex);
     }
@@ -258,6 +275,8 @@ void fork_child() noexcept
                 name = n;
         });
         g.registry->after_fork_child(static_cast<std::uint32_t>(getpid()));
+        if (g.has_batched)
+            batch_emitter().after_fork_child(static_cast<std::uint32_t>(getpid()));
         g.registry->set_thread_name(current_tid(), std::move(name));
     } catch (...) {
     }
@@ -298,8 +317,10 @@ void check_session() noexcept
     const bool is_enabled = g.emitter->is_code_enabled();
     if (is_enabled != g.was_code_enabled) {
         g.was_code_enabled = is_enabled;
-        if (is_enabled)
+        if (is_enabled) {
+            g.emitter->begin();
             rundown();
+        }
     }
 }
 
@@ -443,7 +464,10 @@ void start(const Options& options)
     }
     g.filter = std::move(filter);
     ++g.generation;
+    g.emitter = options.fast ? &batch_emitter() : &lttng_emitter();
+    g.has_batched = g.has_batched || options.fast;
     g.was_code_enabled = g.emitter->is_code_enabled();
+    g.emitter->begin();
     emit_process();
 
     PyFrameObject* frame = PyEval_GetFrame(); // borrowed
@@ -453,6 +477,8 @@ void start(const Options& options)
         open_stack(frame);
     // Dormant from the start when no session records (the stack announced
     // above then went nowhere; the hooks announce it again when they wake).
+    w.is_dormant_allowed.store(options.is_dormant_allowed);
+    w.is_batched.store(options.fast);
     const bool is_dormant = options.is_dormant_allowed && !g.emitter->is_recording() &&
                             start_watcher();
     if (!is_dormant) {
@@ -463,7 +489,7 @@ void start(const Options& options)
             throw;
         }
         set_hooked(true);
-        if (options.is_dormant_allowed)
+        if (options.is_dormant_allowed || options.fast)
             start_watcher();
     }
     g.is_active = true;
@@ -480,6 +506,7 @@ void stop() noexcept
         set_hooked(false);
         close_stack(PyEval_GetFrame());
     }
+    g.emitter->flush_all(true);
 }
 
 bool is_active() noexcept
@@ -537,7 +564,15 @@ void name_thread(std::int64_t tid, const std::string& name)
 
 std::uint64_t emitted_events() noexcept
 {
-    return g.emitter != nullptr ? g.emitter->emitted() : 0;
+    if (!g.is_initialised)
+        return 0;
+    return lttng_emitter().emitted() + (g.has_batched ? batch_emitter().emitted() : 0);
+}
+
+void flush(bool is_final) noexcept
+{
+    if (g.is_initialised)
+        g.emitter->flush_all(is_final);
 }
 
 void after_fork_child() noexcept
@@ -547,13 +582,14 @@ void after_fork_child() noexcept
     // The child's process and thread events. The code ids it inherited keep
     // the parent's pid: their names are in the parent's registrations.
     g.was_code_enabled = g.emitter->is_code_enabled();
+    g.emitter->begin();
     emit_process();
     g.registry->for_each_thread(
         [](std::int64_t tid, const std::string& name) { g.emitter->thread(tid, name.c_str()); });
     // The child's thread continues the parent's stack: announce it, so the
     // child's own stream is balanced.
     open_stack(PyEval_GetFrame());
-    if (g.options.is_dormant_allowed)
+    if (g.options.is_dormant_allowed || g.options.fast)
         start_watcher();
 }
 

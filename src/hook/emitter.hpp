@@ -1,7 +1,8 @@
-// The one interface between the hook and the events it produces. The standard
-// mode (one LTTng tracepoint per Python event, lttng_emitter.cpp) implements it
-// today; the batched fast mode plugs in behind the same calls. Every method is
-// called with the GIL held, must not allocate, and never fails.
+// The one interface between the hook and the events it produces: the standard
+// mode (one LTTng tracepoint per Python event, lttng_emitter.cpp) and the fast
+// mode (per-thread batches of records, batch_emitter.cpp). Every method is
+// called with the GIL held, must not allocate (but for a thread's first batch
+// record), and never fails.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,20 @@ public:
     virtual bool is_recording() const noexcept = 0;
 
     // How many events this emitter has handed to LTTng while a session
-    // enabled them: what sessions recorded plus what they discarded.
-    std::uint64_t emitted() const noexcept { return m_emitted; }
+    // enabled them: what sessions recorded plus what they discarded (for the
+    // fast mode, records in batches).
+    virtual std::uint64_t emitted() const noexcept { return m_emitted; }
+
+    // The fast mode's extras; no-ops in the standard mode.
+    virtual bool is_batched() const noexcept { return false; }
+    // A session starts receiving events: drop what a session that ended left
+    // unwritten, and emit the first python:horizon.
+    virtual void begin() noexcept {}
+    // Writes every thread's records, then a python:horizon (final: the
+    // process records no more).
+    virtual void flush_all(bool is_final) noexcept { (void)is_final; }
+    // In the child of fork(): forget the parent's records and threads.
+    virtual void after_fork_child(std::uint32_t pid) noexcept { (void)pid; }
 
 protected:
     std::uint64_t m_emitted = 0;
@@ -43,5 +56,9 @@ protected:
 
 // The standard mode's emitter: one python:* tracepoint per event.
 Emitter& lttng_emitter() noexcept;
+
+// The fast mode's emitter: python:batch and python:horizon, with the standard
+// events for what is not a call, return or line.
+Emitter& batch_emitter() noexcept;
 
 } // namespace pyust::hook

@@ -32,6 +32,10 @@ struct Options {
     // and put them back (within 100 ms) when one does: untraced speed while
     // nobody listens.
     bool is_dormant_allowed = true;
+    // The fast mode: calls, returns and lines go into per-thread batches
+    // (python:batch), written when full, every few tens of milliseconds, at
+    // thread exit, stop() and interpreter exit.
+    bool fast = false;
 };
 
 // Prepares the hook once per process. own_dir: pyust's package directory with
@@ -76,6 +80,10 @@ void name_thread(std::int64_t tid, const std::string& name);
 
 // Events the hook has emitted since the process started.
 std::uint64_t emitted_events() noexcept;
+
+// Fast mode: writes every thread's pending records now (before os._exit,
+// which skips the interpreter's exit). final: no more records follow.
+void flush(bool is_final) noexcept;
 
 // After os.fork() in the child, once Python is ready there (registered with
 // os.register_at_fork): names the child's thread and announces its stack, so

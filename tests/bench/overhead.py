@@ -65,20 +65,22 @@ import xml.etree.ElementTree as ElementTree
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
-MODES = ("untraced", "empty-hook", "cprofile", "pyust-dormant", "pyust", "pyust-filtered")
+MODES = ("untraced", "empty-hook", "cprofile", "pyust-dormant", "pyust", "pyust-fast",
+         "pyust-filtered")
 LABELS = {
     "untraced": "untraced",
     "empty-hook": "empty C hook (floor)",
     "cprofile": "cProfile",
     "pyust-dormant": "pyust, no session",
     "pyust": "pyust (LTTng session)",
+    "pyust-fast": "pyust --fast (session)",
     "pyust-filtered": "pyust filtered (session)",
 }
 # On 3.12+ PyEval_SetProfile is a legacy API emulated over sys.monitoring;
 # pyust does not use it there, so it is no floor of pyust's cost.
 LEGACY_HOOK_LABEL = "legacy setprofile hook"
 # Modes that record into a real LTTng session.
-RECORDING_MODES = ("pyust", "pyust-filtered")
+RECORDING_MODES = ("pyust", "pyust-fast", "pyust-filtered")
 # What pyust-filtered traces: the small module of W3 (workloads_small.py).
 FILTER_MODULE = "workloads_small"
 # Issue 3: with one small module traced and every other call filtered out,
@@ -144,6 +146,13 @@ def child_main(mode: str, workload: str, scale: float) -> None:
         # start() loads the native hook, which registers with the session
         # daemon and receives the enabled events before it returns.
         enable, disable = pyust.start, pyust.stop
+    elif mode == "pyust-fast":
+        import pyust
+
+        def enable():
+            pyust.start(fast=True)
+
+        disable = pyust.stop
     elif mode == "pyust-filtered":
         import pyust
 
