@@ -5,6 +5,11 @@ babeltrace2's Python bindings. Fixtures are in conftest.py.
 Environment:
   PYUST_TEST_PYTHON  the interpreter under test (default: this one)
   PYUST_TEST_PATH    where its `pyust` package is (default: build/python)
+  PYUST_TEST_FAST    1: trace in the fast mode (`--fast`) and read traces
+                     through filter.pyust.expand, so that every test checks
+                     that the fast mode records what the standard mode does
+  PYUST_PLUGIN_DIR   where pyust's babeltrace2 plugin is (default:
+                     build/src/plugin, else babeltrace2's system directory)
 """
 
 from __future__ import annotations
@@ -25,6 +30,15 @@ PYUST_PATH = os.environ.get("PYUST_TEST_PATH", str(ROOT / "build" / "python"))
 READER = "/usr/bin/python3"
 READ_TIMEOUT = 120
 RUN_TIMEOUT = 120
+FAST = os.environ.get("PYUST_TEST_FAST") == "1"
+
+
+def plugin_dir() -> str:
+    """pyust's babeltrace2 plugin directory ("": babeltrace2's system one)."""
+    if os.environ.get("PYUST_PLUGIN_DIR"):
+        return os.environ["PYUST_PLUGIN_DIR"]
+    built = ROOT / "build" / "src" / "plugin"
+    return str(built) if built.is_dir() else ""
 
 _counter = itertools.count()
 
@@ -98,13 +112,16 @@ class Trace:
         return self.flow(kept)
 
 
-def read_trace(path, owner: Path | None = None) -> Trace:
+def read_trace(path, owner: Path | None = None, *, expand: bool | None = None) -> Trace:
     """The trace at path. A session records every process that emits python:*
     events on the machine; with owner, keep only the processes of the test's
     programs: those that registered code from a file under owner, and their
-    forked children (which call code ids carrying such a process's pid)."""
-    result = subprocess.run([READER, str(Path(__file__).with_name("read_trace.py")), str(path)],
-                            capture_output=True, text=True, timeout=READ_TIMEOUT)
+    forked children (which call code ids carrying such a process's pid).
+    expand: read through filter.pyust.expand (default: in the fast mode)."""
+    command = [READER, str(Path(__file__).with_name("read_trace.py")), str(path)]
+    if FAST if expand is None else expand:
+        command += ["--expand", plugin_dir()]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=READ_TIMEOUT)
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     events = lines[:-1]
@@ -165,9 +182,9 @@ class Session:
             lttng("stop", self.name)
             self.is_recording = False
 
-    def read(self) -> Trace:
+    def read(self, *, expand: bool | None = None) -> Trace:
         self.stop()
-        return read_trace(self.path, self.owner)
+        return read_trace(self.path, self.owner, expand=expand)
 
     def destroy(self):
         if self.active:
@@ -203,6 +220,7 @@ def python_version(python: str) -> tuple:
 
 def run_hooked(program_argv: list, *, flags=(), env=None, python=None, **kwargs):
     """`python -m pyust [flags] -- program_argv`: the hook only."""
+    flags = [*flags, "--fast"] if FAST else list(flags)
     return subprocess.run([python or PYTHON, "-m", "pyust", *flags, "--", *program_argv],
                           capture_output=True, text=True, timeout=RUN_TIMEOUT,
                           env=env or child_env(), **kwargs)
@@ -215,6 +233,8 @@ def run_plain(program_argv: list, *, env=None, python=None, **kwargs):
 
 
 def run_pyust(args: list, *, env=None, **kwargs):
-    """`python -m pyust ARGS` (any command)."""
+    """`python -m pyust ARGS` (any command; `run` gets --fast in the fast mode)."""
+    if FAST and args[:1] == ["run"]:
+        args = ["run", "--fast", *args[1:]]
     return subprocess.run([PYTHON, "-m", "pyust", *args], capture_output=True, text=True,
                           timeout=RUN_TIMEOUT, env=env or child_env(), **kwargs)

@@ -2,10 +2,20 @@
 bindings (bt2). Run by the tests in a subprocess, under a timeout, so that a
 damaged trace that makes babeltrace2 spin fails a test instead of hanging it.
 
-Each line: {"name", "ts" (ns from origin), "vpid", "vtid", "procname", "fields"}.
+    read_trace.py TRACE [--expand PLUGIN_DIR]
+
+With --expand, the trace goes through pyust's filter.pyust.expand (from the
+plugin in PLUGIN_DIR, or babeltrace2's system plugin directory when it is
+empty), which turns fast-mode python:batch events back into python:call,
+python:return and python:line events: what every reader of a fast-mode trace
+sees.
+
+Each line: {"name", "ts" (ns from origin), "vpid", "vtid", "procname", "fields"};
+the last line: {"discarded": events LTTng (or the expansion) reported lost}.
 """
 
 import json
+import os
 import sys
 
 import bt2
@@ -21,28 +31,89 @@ def _plain(value):
     return str(value)
 
 
-def main(path: str) -> int:
-    discarded = 0
-    for message in bt2.TraceCollectionMessageIterator(path):
+class _Printer:
+    def __init__(self):
+        self.discarded = 0
+
+    def __call__(self, message):
         if type(message) is bt2._DiscardedEventsMessageConst:
-            discarded += message.count or 0
-            continue
+            self.discarded += message.count or 0
+            return
         if type(message) is not bt2._EventMessageConst:
-            continue
+            return
         event = message.event
         common = event.common_context_field
+
+        def context(name, kind):
+            return kind(common[name]) if common is not None and name in common else None
+
         record = {
             "name": event.name,
             "ts": message.default_clock_snapshot.ns_from_origin,
-            "vpid": int(common["vpid"]) if common is not None and "vpid" in common else None,
-            "vtid": int(common["vtid"]) if common is not None and "vtid" in common else None,
-            "procname": str(common["procname"]) if common is not None and "procname" in common else None,
+            "vpid": context("vpid", int),
+            "vtid": context("vtid", int),
+            "procname": context("procname", str),
             "fields": {name: _plain(field) for name, field in event.payload_field.items()},
         }
         sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.write(json.dumps({"discarded": discarded}) + "\n")
+
+
+class _Sink(bt2._UserSinkComponent):
+    """Hands every message of its one input to the callable it is given."""
+
+    def __init__(self, config, params, handle):
+        self._handle = handle
+        self._port = self._add_input_port("in")
+        self._iterator = None
+
+    def _user_graph_is_configured(self):
+        self._iterator = self._create_message_iterator(self._port)
+
+    def _user_consume(self):
+        self._handle(next(self._iterator))
+
+
+def _expanded(path: str, plugin_dir: str, handle) -> None:
+    """src.ctf.fs -> flt.utils.muxer -> filter.pyust.expand -> handle."""
+    if plugin_dir:
+        plugins = [p for p in bt2.find_plugins_in_path(plugin_dir) if p.name == "pyust"]
+        plugin = plugins[0] if plugins else None
+    else:
+        plugin = bt2.find_plugin("pyust")
+    if plugin is None or "expand" not in plugin.filter_component_classes:
+        raise SystemExit(f"no filter.pyust.expand in {plugin_dir or 'the system plugin path'}")
+    graph = bt2.Graph()
+    muxer = graph.add_component(bt2.find_plugin("utils").filter_component_classes["muxer"],
+                                "muxer")
+    expand = graph.add_component(plugin.filter_component_classes["expand"], "expand")
+    sink = graph.add_component(_Sink, "sink", obj=handle)
+    # One source per CTF trace under path (a session's output holds one per
+    # buffering scheme and user).
+    traces = sorted(root for root, _, files in os.walk(path) if "metadata" in files)
+    ports = 0
+    for number, trace in enumerate(traces):
+        source = graph.add_component(bt2.find_plugin("ctf").source_component_classes["fs"],
+                                     f"source{number}", params={"inputs": [trace]})
+        for port in source.output_ports.values():
+            graph.connect_ports(port, muxer.input_ports[f"in{ports}"])
+            ports += 1
+    graph.connect_ports(muxer.output_ports["out"], expand.input_ports["in"])
+    graph.connect_ports(expand.output_ports["out"], sink.input_ports["in"])
+    graph.run()
+
+
+def main(argv: list) -> int:
+    printer = _Printer()
+    if len(argv) == 3 and argv[1] == "--expand":
+        _expanded(argv[0], argv[2], printer)
+    elif len(argv) == 1:
+        for message in bt2.TraceCollectionMessageIterator(argv[0]):
+            printer(message)
+    else:
+        raise SystemExit(__doc__)
+    sys.stdout.write(json.dumps({"discarded": printer.discarded}) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))
