@@ -78,4 +78,14 @@ std::optional<std::int64_t> int_param(const bt_value* params, const char* name)
     throw Error(std::string("bad parameter type: name=") + name + ", expected=integer");
 }
 
+std::optional<bool> bool_param(const bt_value* params, const char* name)
+{
+    const bt_value* value = borrow(params, name);
+    if (!value)
+        return std::nullopt;
+    if (!bt_value_is_bool(value))
+        throw Error(std::string("bad parameter type: name=") + name + ", expected=yes|no");
+    return bt_value_bool_get(value) == BT_TRUE;
+}
+
 } // namespace pyust::plugin

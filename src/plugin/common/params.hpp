@@ -21,4 +21,7 @@ std::optional<std::string> string_param(const bt_value* params, const char* name
 // integer or does not fit an int64_t.
 std::optional<std::int64_t> int_param(const bt_value* params, const char* name);
 
+// The boolean parameter name (`-p name=yes`), if given. Throws Error when it is not a boolean.
+std::optional<bool> bool_param(const bt_value* params, const char* name);
+
 } // namespace pyust::plugin

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <stdexcept>
 #include <string>
 
@@ -59,6 +60,10 @@ private:
     void process(const bt_message* message);
     bool is_hidden(const PythonEvent& event);
     void write_report();
+    // salvage: takes the current thread's error (upstream could not read on) and keeps its
+    // innermost cause for the report. noexcept apart from std::bad_alloc.
+    void keep_damage();
+    void write_damage(std::ostream& out) const;
     // top: the refresh (the table of the interval since the previous one). Throws Error (an
     // output error), std::bad_alloc.
     void write_top_frame();
@@ -90,12 +95,19 @@ private:
     analysis::Timestamp m_before_ts = INT64_MIN;
     analysis::Timestamp m_now = INT64_MIN; // the latest time the upstream vouched for
     std::uint64_t m_events = 0;            // events read since the previous table
+    // salvage=yes: an upstream error ends the reading instead of failing the sink; the report
+    // covers what was read and says where reading stopped and why.
+    bool m_is_salvaging = false;
+    std::optional<std::string> m_damage;      // why upstream stopped (salvage)
+    std::uint64_t m_events_read = 0;          // every python:* event read
+    analysis::Timestamp m_last_ts = INT64_MIN; // the latest event time read
 };
 
 ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m_self(self)
 {
     check_known_params(params, {"format", "output", "pid", "tid", "begin", "end", "min-duration",
-                                "modules", "period", "count", "rows"});
+                                "modules", "period", "count", "rows", "salvage"});
+    m_is_salvaging = bool_param(params, "salvage").value_or(false);
     if (const auto format = string_param(params, "format"))
         m_format = parse_format(*format);
     for (const char* name : {"period", "count", "rows"}) {
@@ -172,7 +184,15 @@ bt_component_class_sink_consume_method_status ReportSink::consume()
         return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_END;
     bt_message_array_const messages = nullptr;
     std::uint64_t count = 0;
-    switch (pull(m_upstream.get(), &messages, &count)) {
+    Pulled pulled = Pulled::end;
+    try {
+        pulled = pull(m_upstream.get(), &messages, &count);
+    } catch (const BtError& error) {
+        if (!m_is_salvaging || error.is_memory_error())
+            throw;
+        keep_damage();
+    }
+    switch (pulled) {
     case Pulled::messages:
         break;
     case Pulled::again:
@@ -188,6 +208,8 @@ bt_component_class_sink_consume_method_status ReportSink::consume()
         if (m_format == Format::top) {
             if (m_events || m_frames == 0)
                 write_top_frame();
+            if (m_damage)
+                write_damage(std::cerr);
         } else {
             write_report();
         }
@@ -251,6 +273,8 @@ void ReportSink::process(const bt_message* message)
     case BT_MESSAGE_TYPE_EVENT: {
         if (!m_reader.decode(message, m_event))
             return;
+        ++m_events_read;
+        m_last_ts = std::max(m_last_ts, m_event.ts);
         if (m_format == Format::top) {
             m_now = std::max(m_now, m_event.ts);
             if (m_before_ts == INT64_MIN)
@@ -348,14 +372,54 @@ void ReportSink::write_report()
     case Format::top:
         break; // written by write_top_frame()
     }
-    if (m_format == Format::profile || m_format == Format::tree || m_format == Format::lines)
+    const bool is_text = m_format == Format::profile || m_format == Format::tree ||
+                         m_format == Format::lines;
+    if (is_text)
         analysis::write_gaps(m_model, out, stream_name);
     else if (m_format != Format::chrome)
         analysis::write_gaps(m_model, std::cerr, stream_name);
+    if (m_damage) {
+        if (is_text)
+            write_damage(out);
+        write_damage(std::cerr);
+    }
     out.flush();
     if (!out)
         throw Error("Cannot write the report: path=" + (m_path.empty() ? "stdout" : m_path) +
                     ", error=" + std::strerror(errno));
+}
+
+void ReportSink::keep_damage()
+{
+    const std::unique_ptr<const bt_error, decltype(&bt_error_release)> error(
+        bt_current_thread_take_error(), bt_error_release);
+    std::string reason = "unknown error";
+    // The first cause is the innermost: what the source could not decode. It is printed on one
+    // line, and a name it quotes from the trace cannot drive a terminal.
+    if (error && bt_error_get_cause_count(error.get()) > 0) {
+        const char* message =
+            bt_error_cause_get_message(bt_error_borrow_cause_by_index(error.get(), 0));
+        reason.clear();
+        for (const char* c = message; *c; ++c) {
+            const auto byte = static_cast<unsigned char>(*c);
+            reason += byte < 0x20 || byte == 0x7f ? ' ' : *c;
+        }
+    }
+    // Object addresses mean nothing to the reader of a report.
+    static const std::regex address("[A-Za-z0-9_-]+-addr=0x[0-9a-fA-F]+(, )?");
+    reason = std::regex_replace(reason, address, "");
+    while (!reason.empty() && (reason.back() == ' ' || reason.back() == ','))
+        reason.pop_back();
+    m_damage = std::move(reason);
+}
+
+void ReportSink::write_damage(std::ostream& out) const
+{
+    out << "\nDamaged trace: babeltrace2 stopped reading after " << m_events_read
+        << " events (the latest at "
+        << (m_last_ts == INT64_MIN ? std::string("none") : analysis::format_time(m_last_ts))
+        << "): " << *m_damage
+        << "\nNothing the trace holds after that point is in this report.\n";
 }
 
 ReportSink* sink_of(bt_self_component_sink* self) noexcept
