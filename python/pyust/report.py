@@ -37,6 +37,7 @@ import textwrap
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from . import salvage
 from .cli import UsageError, _Parser
 
 FORMATS = ("profile", "tree", "lines", "folded", "chrome", "svg")
@@ -68,6 +69,11 @@ recording: use --pid to keep only yours (the pid is in `babeltrace2 TRACE`).
 What the trace could not tell exactly (started mid-call, lost events, frames
 open at the end) is said per thread at the end of profile, tree and lines, in
 chrome's otherData, and on standard error for folded and svg.
+
+A damaged trace is read as far as it can be: a data stream file whose packet
+is cut off or has an impossible header is read up to that packet, and when
+babeltrace2 cannot decode an event, the report covers what came before it;
+a warning says what was left out (--no-salvage: fail instead).
 
 Exit status: 0, 1 when the trace or babeltrace2 fails, 2 for a bad option.
 """
@@ -206,6 +212,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=_timeout_arg, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"stop babeltrace2 after S seconds (default: {DEFAULT_TIMEOUT:g}; "
                              "0: no limit)")
+    parser.add_argument("--no-salvage", dest="salvage", action="store_false",
+                        help="fail on a damaged trace instead of reporting what can be read")
     parser.add_argument("--show-command", action="store_true",
                         help="print the babeltrace2 command line on standard error first")
     return parser
@@ -251,11 +259,11 @@ def _raise_walk_error(error: OSError) -> None:
     raise ReportError(f"cannot read {error.filename}: {error.strerror}")
 
 
-def check_metadata(path: str) -> None:
+def check_metadata(path: str) -> bytes:
     """Raises ReportError, naming what is wrong, unless path is a complete CTF 1.8
     metadata file: packetized (every packet's header and content inside the file,
     no compression, encryption or checksum) or plain text, whose declarations are
-    complete (braces, comments and strings closed)."""
+    complete (braces, comments and strings closed). Returns its TSDL text."""
     try:
         with open(path, "rb") as file:
             data = file.read()
@@ -273,6 +281,7 @@ def check_metadata(path: str) -> None:
                               f"'{_TEXT_START.decode()}'")
         text = data
     _check_tsdl(path, text)
+    return text
 
 
 def _packet_contents(path: str, data: bytes, order: str) -> bytes:
@@ -406,7 +415,11 @@ def babeltrace2_command(traces: list, params: dict, plugin_path: list,
         command += ["-c", "flt.lttng-utils.debug-info"]
     command += ["-c", "sink.pyust.report"]
     for name, value in params.items():
-        command += ["-p", f"{name}={value if isinstance(value, int) else param_string(value)}"]
+        if isinstance(value, bool):
+            text = "yes" if value else "no"
+        else:
+            text = str(value) if isinstance(value, int) else param_string(value)
+        command += ["-p", f"{name}={text}"]
     return command
 
 
@@ -432,6 +445,7 @@ def _run_quietly(command: list, timeout: float) -> str:
 _CAUSE_HEADER = re.compile(r"^(?:ERROR:|CAUSED BY)\s*\[([^\]]*)\][^\n]*\n", re.M)
 # A babeltrace2 log line: date, time, pid, tid, level, tag, function@file:line, message.
 _LOG_ERROR = re.compile(r"^\d\d-\d\d [\d:.]+\s+\d+\s+\d+ E (PLUGIN/\S+) \S+ (.*)$", re.M)
+_LOG_LINE = re.compile(r"^\d\d-\d\d [\d:.]+\s+\d+\s+\d+ [TDIWEF] ")
 _ADDRESS = re.compile(r"\s*[\w-]+-addr=0x[0-9a-fA-F]+,?")
 _QUOTED_PATH = re.compile(r"[`'](/[^`'\n]+)[`']")
 
@@ -508,6 +522,8 @@ def run_babeltrace2(command: list, timeout: float) -> str:
 
 def _params(args: argparse.Namespace, metadata_dirs: list, output) -> dict:
     params = {"format": args.format}
+    if args.salvage:
+        params["salvage"] = True
     if output:
         params["output"] = output
     if args.pid is not None:
@@ -576,14 +592,29 @@ def report(args: argparse.Namespace) -> int:
     """Runs one report as parsed by _parser(). Raises UsageError, ReportError."""
     output = _output_target(args.output) if args.output else None
     metadata = [m for trace in args.traces for m in find_metadata(trace)]
-    for path in metadata:
-        check_metadata(path)
+    texts = {path: check_metadata(path) for path in metadata}
     _require_babeltrace2()
+    damages = salvage.find_damage(texts)
+    if damages and not args.salvage:
+        raise ReportError(f"damaged trace: {damages[0].describe()} (without --no-salvage, "
+                          "pyust reports what can be read)")
+    for damage in damages:
+        print(f"pyust: warning: damaged trace: {damage.describe()}", file=sys.stderr)
+    copies = salvage.temporary_directory() if damages else None
+    try:
+        traces = salvage.salvaged_copy(args.traces, damages, copies) if damages else args.traces
+        return _report(args, traces, metadata, output)
+    finally:
+        if copies:
+            salvage.remove(copies)
+
+
+def _report(args: argparse.Namespace, traces: list, metadata: list, output) -> int:
     params = _params(args, sorted({os.path.dirname(m) for m in metadata}), output)
     plugin_path = plugin_dirs()
     debug_info = has_native_events(metadata)
     if args.show_command:
-        print(shlex.join(babeltrace2_command(args.traces, params, plugin_path, debug_info)),
+        print(shlex.join(babeltrace2_command(traces, params, plugin_path, debug_info)),
               file=sys.stderr)
 
     # A new file or a regular one is written beside the target and renamed at the end,
@@ -596,15 +627,37 @@ def report(args: argparse.Namespace) -> int:
     try:
         sys.stdout.flush()
         notes = run_babeltrace2(
-            babeltrace2_command(args.traces, params, plugin_path, debug_info), args.timeout)
+            babeltrace2_command(traces, params, plugin_path, debug_info), args.timeout)
         if temporary:
             os.replace(temporary, output)
             temporary = None
     finally:
         if temporary:
             os.unlink(temporary)
-    sys.stderr.write(notes)
+    sys.stderr.write(_salvage_notes(notes))
     return 0
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+_DAMAGE_NOTE = re.compile(r"^Damaged trace: (.*)\n(.*)$", re.M)
+
+
+def _salvage_notes(notes: str) -> str:
+    """babeltrace2's standard error after a run the sink salvaged (it stopped at an error
+    and reported what came before): its error log, then the sink's "Damaged trace: ..."
+    note, become one warning. Other notes are kept as they are."""
+    damage = _DAMAGE_NOTE.search(notes)
+    if not damage:
+        return notes
+    kept = [line for line in notes[:damage.start()].splitlines(keepends=True)
+            if not _LOG_LINE.match(line)]
+    reason = _ADDRESS.sub("", damage.group(1)).rstrip(", ")
+    return ("".join(kept).rstrip("\n") + ("\n" if kept else "") +
+            f"pyust: warning: damaged trace: {reason}; {_lower_first(damage.group(2))}\n" +
+            notes[damage.end():].lstrip("\n"))
 
 
 def main(argv: list) -> int:
