@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from . import live, lttng, pth
+from . import live, lttng, pth, sessiond
 
 SUBCOMMANDS = ("run", "report", "top", "enable", "disable", "cflags")
 
@@ -156,6 +156,20 @@ def _run_parser() -> argparse.ArgumentParser:
                              "LTTng discard events (slower, loses nothing)")
     parser.add_argument("--no-count", action="store_true",
                         help="do not count the recorded events at the end (large traces)")
+    parser.add_argument("--shm-path", metavar="DIR",
+                        help="keep the ring buffers as files in DIR (lttng create --shm-path): "
+                             "if the session daemon crashes, `lttng-crash -x OUT DIR` still "
+                             "extracts the last events (pyust run prints the command)")
+    parser.add_argument("--snapshot", action="store_true",
+                        help="flight recorder: keep only the latest events in the buffers "
+                             "(--subbuf-size x --num-subbuf per CPU, overwriting the oldest) and "
+                             "write them as a snapshot when the program ends (`lttng snapshot "
+                             "record NAME` takes more while it runs)")
+    parser.add_argument("--tracefile-size", metavar="SIZE",
+                        help="rotate each stream file at SIZE (at least --subbuf-size)")
+    parser.add_argument("--tracefile-count", type=int, metavar="N",
+                        help="with --tracefile-size: keep only the last N files of each stream "
+                             "(the oldest events are deleted)")
     live.add_options(parser)
     parser.add_argument("--native", action="store_true",
                         help="also record the native frames of extensions built with "
@@ -198,15 +212,23 @@ def _run_main(argv: list) -> int:
     target = _split_target(args, parser.prog)
     if args.num_subbuf < 2:
         raise UsageError("--num-subbuf must be at least 2")
+    if args.tracefile_count is not None and (args.tracefile_count < 1 or not args.tracefile_size):
+        raise UsageError("--tracefile-count needs --tracefile-size and must be at least 1")
+    if args.snapshot and (args.live or args.relayd):
+        raise UsageError("--snapshot and --live cannot go together")
     if target[0] != "-m" and not os.path.exists(target[0]):
         print(f"pyust: error: can't open file {target[0]!r}: no such file", file=sys.stderr)
         return 1
+    sessiond.check_not_stopped(sessiond.current())  # else every lttng command would wait
     relay = live.prepare(args, args.output) if args.live or args.relayd else None
     # Made last among the checks: a refused command leaves no directory behind.
     output = _check_output_dir(args.output) if args.output else None
     name = args.name or f"pyust-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}"
     config = lttng.ChannelConfig(subbuf_size=args.subbuf_size, num_subbuf=args.num_subbuf,
-                                 blocking=args.no_discard)
+                                 blocking=args.no_discard, overwrite=args.snapshot,
+                                 tracefile_size=args.tracefile_size,
+                                 tracefile_count=args.tracefile_count)
+    shm_path = _check_shm_path(args.shm_path) if args.shm_path else None
     if args.native:
         from . import native as native_frames
 
@@ -216,6 +238,7 @@ def _run_main(argv: list) -> int:
         lttng.start_sessiond()
         print("pyust: no session daemon was running: started one (lttng-sessiond --daemonize)",
               file=sys.stderr)
+    daemon = sessiond.current()
 
     recorder = None
     if args.kernel:
@@ -225,7 +248,11 @@ def _run_main(argv: list) -> int:
     session = None
     status = None
     try:
-        session = relay.create(name) if relay else lttng.Session.create(name, output)
+        session = relay.create(name) if relay else lttng.Session.create(
+            name, output, shm_path=shm_path, snapshot=args.snapshot)
+        warning = sessiond.root_daemon_warning(daemon)
+        if warning:
+            print(warning, file=sys.stderr)
         session.enable_python(config)
         if args.native:
             session.enable_native(config)
@@ -240,7 +267,14 @@ def _run_main(argv: list) -> int:
         finally:
             if recorder:
                 recorder.stop()
+        lines = _daemon_failure(daemon, session, shm_path)
+        if lines:  # the session cannot be stopped: say what happened, end as the program
+            session = None
+            print("\n".join(lines), file=sys.stderr)
+            return _exit_like(status)
         session.stop()
+        if args.snapshot:
+            session.snapshot_record()
         discarded = session.discarded_events()
     finally:
         if session is not None:
@@ -252,7 +286,7 @@ def _run_main(argv: list) -> int:
     if relay:
         session.path, args.no_count = relay.trace_path(name, args.no_count)
     recorded = None if args.no_count else lttng.count_events(session.path)
-    summary = f"pyust: trace in {session.path}"
+    summary = f"pyust: {'snapshot (the latest events)' if args.snapshot else 'trace'} in {session.path}"
     if recorded is not None:
         summary += f": {recorded} events recorded"
     elif not args.no_count:
@@ -263,6 +297,30 @@ def _run_main(argv: list) -> int:
         print("pyust: events were lost because the buffers filled up: use larger buffers "
               "(--subbuf-size, --num-subbuf) or --no-discard", file=sys.stderr)
     return _exit_like(status)
+
+
+def _check_shm_path(path: str) -> str:
+    """The --shm-path directory, created private (0700) when missing; never a
+    symbolic link (the buffers of the session are files there)."""
+    path = os.path.abspath(path)
+    if os.path.islink(path):
+        raise UsageError(f"--shm-path {path} is a symbolic link: give the directory itself")
+    try:
+        os.makedirs(path, 0o700, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--shm-path {path}: cannot create it: {error.strerror}") from None
+    if not os.path.isdir(path):
+        raise UsageError(f"--shm-path {path} exists and is not a directory")
+    return path
+
+
+def _daemon_failure(daemon, session, shm_path: str | None) -> list:
+    """The lines to print when the session daemon stopped or died during the run
+    (the session cannot be stopped then); empty when it runs."""
+    state = daemon.state()
+    if state == "running":
+        return []
+    return sessiond.crash_lines(daemon, state, session.name, session.path, shm_path)
 
 
 def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool = False,

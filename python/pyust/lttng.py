@@ -21,6 +21,10 @@ CONTEXTS = ("vpid", "vtid", "procname")
 # python:* events keep their channel: no ip on every Python event, and a flood
 # of native events that fills its buffers costs no Python event.
 NATIVE_CHANNEL = "pyust-native"
+# Flight recorder and rotated files: the python:* events that name what the others
+# refer to by id keep a channel of their own, which never overwrites or deletes them.
+NAMES_CHANNEL = "pyust-names"
+NAMING_EVENTS = ("python:code", "python:thread", "python:process")
 
 
 class LttngError(Exception):
@@ -36,6 +40,11 @@ class ChannelConfig:
     # Block the traced program instead of discarding events when the buffers
     # are full (LTTng's --blocking-timeout; the program must allow it).
     blocking: bool = False
+    # Flight recorder: full buffers overwrite their oldest sub-buffer.
+    overwrite: bool = False
+    # Rotate each stream's file at this size, keeping at most this many files.
+    tracefile_size: str | None = None
+    tracefile_count: int | None = None
 
 
 def _lttng_path() -> str:
@@ -99,11 +108,16 @@ class Session:
 
     @classmethod
     def create(cls, name: str, output: str | None, live_url: str | None = None,
-               live_timer_us: int | None = None) -> "Session":
+               live_timer_us: int | None = None, *, shm_path: str | None = None,
+               snapshot: bool = False) -> "Session":
         """A new session writing to output (a directory), or, with live_url, a live session
         streaming to the relay daemon at that URL (net://HOST[:CTRL[:DATA]]), flushed every
-        live_timer_us (lttng's default when None)."""
+        live_timer_us (lttng's default when None). shm_path: the ring buffers are files
+        there (lttng-crash reads them after a crash); snapshot: a snapshot session, written
+        only by snapshot_record()."""
         args = ["create", name] + (["--output", output] if output else [])
+        args += ["--shm-path", shm_path] if shm_path else []
+        args += ["--snapshot"] if snapshot else []
         if live_url:
             timer = f"={live_timer_us}" if live_timer_us else ""
             args += [f"--live{timer}", f"--set-url={live_url}"]
@@ -116,17 +130,33 @@ class Session:
                 "--subbuf-size", str(config.subbuf_size), "--num-subbuf", str(config.num_subbuf)]
         if config.blocking:
             args += ["--blocking-timeout", "inf"]
+        # Explicit: a snapshot session's channels overwrite unless told otherwise.
+        args += ["--overwrite"] if config.overwrite else ["--discard"]
+        if config.tracefile_size:
+            args += ["--tracefile-size", str(config.tracefile_size)]
+        if config.tracefile_count:
+            args += ["--tracefile-count", str(config.tracefile_count)]
         _check(_run(args + [channel]), f"cannot create the {channel} channel")
 
     def enable_python(self, config: ChannelConfig) -> None:
-        self._enable_channel(CHANNEL, config)
-        _check(_run(["enable-event", "--userspace", "--session", self.name,
-                     "--channel", CHANNEL, "python:*"]), "cannot enable the python events")
+        """python:* into the channel pyust. When that channel forgets its oldest events
+        (overwrite, or a tracefile count), the events that name code, threads and
+        processes go to a channel of their own that keeps them, NAMES_CHANNEL: the
+        stacks of a flight recording start part-way, but their functions keep names."""
         contexts = []
         for context in CONTEXTS:
             contexts += ["--type", context]
-        _check(_run(["add-context", "--userspace", "--session", self.name,
-                     "--channel", CHANNEL] + contexts), "cannot add the contexts")
+        channels = [(CHANNEL, config, "python:*")]
+        if config.overwrite or config.tracefile_count:
+            # Recorded in both channels: a registration twice is what a rundown does.
+            # (Not `--exclude`: with exclusions, lttng-sessiond 2.13.9 faults here.)
+            channels.append((NAMES_CHANNEL, ChannelConfig(), ",".join(NAMING_EVENTS)))
+        for channel, channel_config, events in channels:
+            self._enable_channel(channel, channel_config)
+            _check(_run(["enable-event", "--userspace", "--session", self.name,
+                         "--channel", channel, events]), "cannot enable the python events")
+            _check(_run(["add-context", "--userspace", "--session", self.name,
+                         "--channel", channel] + contexts), "cannot add the contexts")
 
     def enable_native(self, config: ChannelConfig, events=None, contexts=None) -> None:
         """A second channel for native frames: `events` (default: pyust.native's)
@@ -148,6 +178,12 @@ class Session:
 
     def stop(self) -> None:
         _check(_run(["stop", self.name], timeout=600), f"cannot stop session {self.name!r}")
+
+    def snapshot_record(self) -> None:
+        """Write the buffers' current content into a new snapshot-N-DATE-TIME directory
+        of the output (snapshot sessions)."""
+        _check(_run(["snapshot", "record", "--session", self.name], timeout=600),
+               f"cannot record a snapshot of session {self.name!r}")
 
     def discarded_events(self) -> int:
         """Events LTTng discarded in this session's channels (buffers full)."""
