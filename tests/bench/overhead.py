@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """pyust's overhead benchmark: how much a complete call/return trace costs.
 
-    python3 tests/bench/overhead.py [--rounds N] [--json FILE] [--quick]
+    python3 tests/bench/overhead.py [--suite] [--rounds N] [--json FILE] [--quick]
                                     [--python PATH] [--pyust-path DIR]
 
-Runs the workloads of workloads.py (W1 call-heavy, W3 mixed) in these modes:
+Runs the workloads of workloads.py (W1 call-heavy, W3 mixed; W2 line-heavy
+with --suite) in these modes (the first seven by default, all with --suite):
 
   untraced            the workload alone
   empty-hook          an empty C profile function (PyEval_SetProfile), the
@@ -18,21 +19,37 @@ Runs the workloads of workloads.py (W1 call-heavy, W3 mixed) in these modes:
                       at all: about the untraced cost)
   pyust               a real LTTng session records python:* with the contexts
                       vpid, vtid, procname (what `pyust run` records)
+  pyust-fast          the same session, with pyust.start(fast=True): per-thread
+                      batches of compact records (python:batch events)
   pyust-filtered      the same session, with pyust.start(modules=
                       "workloads_small"): only W3's small module (a few
                       thousand calls) is traced, every other call is
                       filtered out (W1 has no call there: all filtered)
+  pyust-lines         the same session, with pyust.start(lines=True): a
+                      python:line event per line too (W2 and W3 only)
+  pyust-fast-lines    the same session, with pyust.start(fast=True, lines=True)
+  yappi, line-profiler, viztracer
+                      the peers (peers.py), each when the children's
+                      interpreter can import it; otherwise the run says why
+                      and goes on without it
+
+--suite is issue 6's benchmark in one command: every workload and mode, 7
+rounds at scale 1.0 (with --quick: 2 rounds at scale 0.25, a smoke test), and
+the targets of issue 6 (targets.py) judged PASS/FAIL on CPython 3.11,
+reported without a verdict on other versions.
 
 Each measurement is one fresh interpreter (this file with --child) that warms
 the workload up, then times the workload alone with time.perf_counter. Rounds
 are interleaved (every mode once per round, in a rotating order) and the table
 shows medians, the ratio to the untraced median of the same run, and pyust
-against cProfile. For every pyust run it also reports the events the hook
-handed to LTTng (pyust.emitted_events()), those LTTng discarded (the
-channel's discarded_events after `lttng stop`), and the trace's size.
+against cProfile (and the fast mode against every peer). For every pyust run
+it also reports the events the hook handed to LTTng (pyust.emitted_events();
+records in fast mode), those LTTng discarded (the channel's discarded_events
+after `lttng stop`; batches in fast mode), and the trace's size.
 
-Sessions are named pyust-bench-<pid>-<n>, destroyed however the run ends, and
-their trace directories deleted. Needs a reachable lttng-sessiond (as root:
+Sessions are named pyust-bench-<pid>-<n>, record the measured child's pid
+alone (lttng track), are destroyed however the run ends, and their trace
+directories deleted. Needs a reachable lttng-sessiond (as root:
 `lttng-sessiond --daemonize`). Other sessions enabling python:* at the same
 time would record this benchmark's children too: the script warns about them.
 
@@ -62,11 +79,18 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 
+import peers
+import targets
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
-MODES = ("untraced", "empty-hook", "cprofile", "pyust-dormant", "pyust", "pyust-fast",
-         "pyust-filtered")
+# The modes of a plain run (the figures of issues 2 and 3); --suite adds the
+# line modes and the peers (issue 6).
+BASE_MODES = ("untraced", "empty-hook", "cprofile", "pyust-dormant", "pyust", "pyust-fast",
+              "pyust-filtered")
+LINE_MODES = ("pyust-lines", "pyust-fast-lines")
+MODES = BASE_MODES + LINE_MODES + peers.PEERS
 LABELS = {
     "untraced": "untraced",
     "empty-hook": "empty C hook (floor)",
@@ -75,25 +99,63 @@ LABELS = {
     "pyust": "pyust (LTTng session)",
     "pyust-fast": "pyust --fast (session)",
     "pyust-filtered": "pyust filtered (session)",
+    "pyust-lines": "pyust --lines (session)",
+    "pyust-fast-lines": "pyust --fast --lines",
+    **peers.LABELS,
+}
+# What each pyust mode passes to pyust.start().
+PYUST_START = {
+    "pyust-dormant": {},
+    "pyust": {},
+    "pyust-fast": {"fast": True},
+    "pyust-filtered": {"modules": "workloads_small"},
+    "pyust-lines": {"lines": True},
+    "pyust-fast-lines": {"fast": True, "lines": True},
 }
 # On 3.12+ PyEval_SetProfile is a legacy API emulated over sys.monitoring;
 # pyust does not use it there, so it is no floor of pyust's cost.
 LEGACY_HOOK_LABEL = "legacy setprofile hook"
-# Modes that record into a real LTTng session.
-RECORDING_MODES = ("pyust", "pyust-fast", "pyust-filtered")
+# Modes that record into a real LTTng session, and those of them that write
+# batches (python:batch events, many records each).
+RECORDING_MODES = ("pyust", "pyust-fast", "pyust-filtered", "pyust-lines", "pyust-fast-lines")
+BATCHED_MODES = ("pyust-fast", "pyust-fast-lines")
+# Modes whose cost is reported per emitted event (not pyust-filtered: most of
+# its calls are filtered out, and emit nothing).
+PER_EVENT_MODES = ("pyust", "pyust-fast", "pyust-lines", "pyust-fast-lines")
+# Fewer events than this (W2 without lines: a single call) say nothing per event.
+MIN_EVENTS = 10_000
+# The per-run table's short name of each recording mode.
+RUN_NAMES = {"pyust": "full", "pyust-fast": "fast", "pyust-filtered": "filtered",
+             "pyust-lines": "lines", "pyust-fast-lines": "fast+lns"}
 # What pyust-filtered traces: the small module of W3 (workloads_small.py).
-FILTER_MODULE = "workloads_small"
+FILTER_MODULE = PYUST_START["pyust-filtered"]["modules"]
 # Issue 3: with one small module traced and every other call filtered out,
 # the run costs at most 1.10x untraced on 3.12+, and on 3.11 (and earlier, the
 # setprofile backend) at most the empty hook's cost plus 5%.
 TARGET_MONITORING = 1.10
 TARGET_SETPROFILE_MARGIN = 1.05
-WORKLOADS = ("W1", "W3")
+# The workloads issue 3 judged (W2 has one call: nothing to filter).
+FILTERED_TARGET_WORKLOADS = ("W1", "W3")
+BASE_WORKLOADS = ("W1", "W3")
+WORKLOADS = ("W1", "W2", "W3")
+# The workloads each mode runs on, where that is not all of them (see
+# OVERHEAD.md): W2 is a single call, so call tracers have next to nothing to
+# do there, but every mode runs it (the dormant target covers it and the
+# peers' line costs show there); the standard mode with lines would write
+# GBs per W1 run for nothing W2 does not already show.
+MODE_WORKLOADS = {
+    "pyust-lines": ("W2", "W3"),
+}
 CONTEXTS = ("vpid", "vtid", "procname")
 CHANNEL = "bench"
+# The child's handshake with a parent that records it: it prints READY and
+# its pid, and waits for a line on stdin before it loads pyust.
+HANDSHAKE = "PYUST_BENCH_HANDSHAKE"
+READY = "PYUST-BENCH-READY"
 WARM_UP_SCALE = 0.02
 QUICK_SCALE = 0.25
 QUICK_ROUNDS = 2
+ROUNDS = 7
 
 _MI = "{https://lttng.org/xml/ns/lttng-mi}"
 
@@ -119,8 +181,8 @@ class BenchError(Exception):
 
 def child_main(mode: str, workload: str, scale: float) -> None:
     """Runs one workload once in this interpreter and prints a JSON line."""
-    sys.path.insert(0, HERE)
     import workloads
+    import workloads_small
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     function = workloads.WORKLOADS[workload]
@@ -140,26 +202,20 @@ def child_main(mode: str, workload: str, scale: float) -> None:
 
         profiler = cProfile.Profile()
         enable, disable = profiler.enable, profiler.disable
-    elif mode in ("pyust", "pyust-dormant"):
+    elif mode in PYUST_START:
+        if os.environ.get(HANDSHAKE):  # the parent's session tracks this pid first
+            print(f"{READY} {os.getpid()}", flush=True)
+            sys.stdin.readline()
         import pyust
 
         # start() loads the native hook, which registers with the session
         # daemon and receives the enabled events before it returns.
-        enable, disable = pyust.start, pyust.stop
-    elif mode == "pyust-fast":
-        import pyust
-
         def enable():
-            pyust.start(fast=True)
+            pyust.start(**PYUST_START[mode])
 
         disable = pyust.stop
-    elif mode == "pyust-filtered":
-        import pyust
-
-        def enable():
-            pyust.start(modules=FILTER_MODULE)
-
-        disable = pyust.stop
+    elif mode in peers.PEERS:
+        enable, disable, result["peer"] = peers.hooks(mode, [workloads, workloads_small])
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     enable()
@@ -167,7 +223,7 @@ def child_main(mode: str, workload: str, scale: float) -> None:
     checksum = function(scale)
     t1, c1 = time.perf_counter(), time.thread_time()
     disable()
-    if mode.startswith("pyust"):
+    if mode in PYUST_START:
         result["emitted"] = pyust.emitted_events()
         result["backend"] = pyust._hook.backend()
     result["seconds"] = t1 - t0
@@ -213,6 +269,8 @@ def _records_python(name: str) -> bool:
     for domain in root.iter(_MI + "domain"):
         if domain.findtext(_MI + "type") != "UST":
             continue
+        if domain.find(f"{_MI}process_attr_trackers/{_MI}vpid_process_attr_tracker") is not None:
+            continue  # it records the pids it tracks alone (as ours do), not our children
         for event in domain.iter(_MI + "event"):
             name_ = event.findtext(_MI + "name") or ""
             if event.findtext(_MI + "enabled") == "true" and (
@@ -236,7 +294,8 @@ def foreign_sessions(own_prefix: str) -> list:
 
 
 class Session:
-    """One benchmark session: python:* with the contexts of `pyust run`."""
+    """One benchmark session: python:* with the contexts of `pyust run`, for
+    the processes that track() names only."""
 
     def __init__(self, name: str, output: str, subbuf_size: str, num_subbuf: int,
                  events: str = "python:*", contexts: tuple = CONTEXTS) -> None:
@@ -253,6 +312,13 @@ class Session:
             types += ["--type", context]
         if types:
             lttng(["add-context", "--userspace", "--session", name, "--channel", CHANNEL] + types)
+        lttng(["untrack", "--userspace", "--session", name, "--vpid", "--all"])
+
+    def track(self, pid: int) -> None:
+        """Records the process pid alone (the session records no process
+        until then): other programs that pyust traces on the machine neither
+        land in the trace nor wake up from their dormant state."""
+        lttng(["track", "--userspace", "--session", self.name, "--vpid", str(pid)])
 
     def start(self) -> None:
         lttng(["start", self.name])
@@ -351,17 +417,37 @@ class Runner:
         self.env["PYUST_BENCH_HOOK_DIR"] = hook_dir
         return build_empty_hook(self.options.python, hook_dir)
 
-    def child(self, mode: str, workload: str) -> dict:
+    def child(self, mode: str, workload: str, session: Session | None = None) -> dict:
+        """One measurement in a fresh interpreter. With a session, the child
+        waits before it loads pyust until the session tracks its pid."""
         command = [self.options.python, os.path.abspath(__file__), "--child", mode, workload,
                    str(self.options.scale)]
         command = shlex.split(self.options.child_prefix) + command
-        done = subprocess.run(command, capture_output=True, text=True, env=self.env)
-        for line in done.stdout.splitlines():
+        env = self.env if session is None else dict(self.env, **{HANDSHAKE: "1"})
+        with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) as process:
+            try:
+                if session is not None:
+                    for line in process.stdout:  # the child's pid, under --child-prefix too
+                        if line.startswith(READY + " "):
+                            session.track(int(line.split()[1]))
+                            break
+                    try:
+                        process.stdin.write("go\n")
+                        process.stdin.flush()
+                    except OSError:
+                        pass  # it died: its status says so below
+                stdout, stderr = process.communicate()
+            except BaseException:
+                process.kill()
+                raise
+        for line in stdout.splitlines():
             if line.startswith("PYUST-BENCH "):
-                if done.returncode == 0:
+                if process.returncode == 0:
                     return json.loads(line[len("PYUST-BENCH "):])
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
-        raise BenchError(f"the {mode} {workload} child failed (status {done.returncode}):\n{tail}")
+        tail = "\n".join((stderr or stdout).strip().splitlines()[-5:])
+        raise BenchError(f"the {mode} {workload} child failed (status {process.returncode}):\n"
+                         f"{tail}")
 
     def wait_until_alone(self) -> list:
         """Waits (up to --wait-quiet seconds) until no other session records
@@ -398,13 +484,18 @@ class Runner:
             session = Session(name, output, self.options.subbuf_size, self.options.num_subbuf,
                               self.options.events, self.options.contexts)
             session.start()
-            result = self.child(mode, workload)
+            result = self.child(mode, workload, session)
             t0 = time.perf_counter()
             session.stop()
             result["foreign_sessions"] = sorted(set(others + foreign_sessions(self.prefix)))
             result["stop_seconds"] = time.perf_counter() - t0
             result.update(session.counters())
-            result["recorded"] = result["emitted"] - result["discarded"]
+            if mode in BATCHED_MODES:
+                # discarded counts python:batch events, each of many records.
+                result["discarded_unit"] = "batches"
+                result["recorded"] = result["emitted"] if not result["discarded"] else None
+            else:
+                result["recorded"] = result["emitted"] - result["discarded"]
             result["trace_bytes"] = tree_size(output)
             if self.options.verify:
                 result["counted"] = count_recorded(output)
@@ -417,6 +508,11 @@ class Runner:
                     subprocess.run(["lttng", "destroy", name], capture_output=True)
             finally:
                 shutil.rmtree(output, ignore_errors=True)
+
+
+LSCPU_FIELDS = ("Architecture", "Model name", "CPU(s)", "Thread(s) per core",
+                "Core(s) per socket", "Socket(s)", "CPU max MHz", "Hypervisor vendor",
+                "Virtualization type", "L2 cache", "L3 cache")
 
 
 def machine_info(python: str) -> dict:
@@ -436,6 +532,16 @@ def machine_info(python: str) -> dict:
     except OSError:
         lttng_version = "?"
     query = "import platform; print(platform.python_version(), platform.python_implementation())"
+    fields: dict = {}
+    try:
+        lscpu = subprocess.run(["lscpu", "--json"], capture_output=True, text=True).stdout
+        entries = list(json.loads(lscpu)["lscpu"])
+    except (OSError, ValueError, KeyError):
+        entries = []
+    while entries:  # newer lscpu nests fields under "children"
+        entry = entries.pop()
+        fields[entry.get("field", "").rstrip(":")] = entry.get("data")
+        entries += entry.get("children", [])
     version = subprocess.run([python, "-c", query], capture_output=True, text=True).stdout.split()
     return {
         "cpu_model": model,
@@ -446,15 +552,21 @@ def machine_info(python: str) -> dict:
         "python_executable": python,
         "kernel": platform.release(),
         "lttng": lttng_version,
+        "lscpu": {key: fields[key] for key in LSCPU_FIELDS if key in fields},
     }
 
 
-def build_info(pyust_path: str) -> dict:
+def build_info(pyust_path: str, python: str | None = None) -> dict:
     """Which pyust the children load: the repository's commit and the native
-    hook's modification time (builds change while others work on the tree)."""
+    hook's modification time (builds change while others work on the tree).
+    Without pyust_path, where python imports pyust from (an installed one)."""
     done = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True)
     info = {"repo_head": done.stdout.strip() or "?", "pyust_native": []}
+    if not pyust_path and python:
+        query = "import os, pyust; print(os.path.dirname(os.path.dirname(pyust.__file__)))"
+        done = subprocess.run([python, "-c", query], capture_output=True, text=True)
+        pyust_path = info["pyust_installed_in"] = done.stdout.strip() or None
     directory = os.path.join(pyust_path, "pyust") if pyust_path else ""
     if os.path.isdir(directory):
         for name in sorted(os.listdir(directory)):
@@ -541,8 +653,13 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
                 row["emitted_median"] = statistics.median(r["emitted"] for r in runs)
             if mode in RECORDING_MODES:
                 row["discarded_total"] = sum(r["discarded"] for r in runs)
-                row["recorded_median"] = statistics.median(r["recorded"] for r in runs)
+                recorded = [r["recorded"] for r in runs if r["recorded"] is not None]
+                row["recorded_median"] = statistics.median(recorded) if recorded else None
                 row["trace_bytes_median"] = statistics.median(r["trace_bytes"] for r in runs)
+                if row["emitted_median"]:
+                    # Issue 6's measure: the trace's size over the events
+                    # (in fast mode the records) the hook emitted.
+                    row["bytes_per_event"] = row["trace_bytes_median"] / row["emitted_median"]
             rows[mode] = row
         entry: dict = {"modes": rows}
         summary[workload] = entry
@@ -555,13 +672,14 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
                 row["cpu_ratio"] = row["median_cpu_s"] / base["median_cpu_s"]
                 # Per emitted event: meaningless when most calls are filtered out,
                 # or when nothing records (the dormant hooks emit next to nothing).
-                if row.get("emitted_median") and mode == "pyust":
+                if row.get("emitted_median", 0) >= MIN_EVENTS and mode in PER_EVENT_MODES:
                     events = row["emitted_median"]
                     row["ns_per_event_over_untraced"] = (
                         (row["median_s"] - base["median_s"]) / events * 1e9)
                     row["cpu_ns_per_event_over_untraced"] = (
                         (row["median_cpu_s"] - base["median_cpu_s"]) / events * 1e9)
-        if "pyust" in rows and "pyust-dormant" in rows and rows["pyust"].get("emitted_median"):
+        if ("pyust" in rows and "pyust-dormant" in rows
+                and rows["pyust"].get("emitted_median", 0) >= MIN_EVENTS):
             # What recording costs on top of pyust with no session (the hook
             # and LTTng together, now that a dormant pyust sets no hook).
             events = rows["pyust"]["emitted_median"]
@@ -572,6 +690,12 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
                 (rows["pyust"]["median_cpu_s"] - dormant["median_cpu_s"]) / events * 1e9)
         if "pyust" in rows and "cprofile" in rows:
             entry["pyust_vs_cprofile"] = _versus(results, rows, workload, "pyust", "cprofile")
+        # Issue 6: the fast mode against every peer that ran.
+        versus_peers = {peer: _versus(results, rows, workload, "pyust-fast", peer)
+                        for peer in ("cprofile",) + peers.PEERS
+                        if "pyust-fast" in rows and peer in rows}
+        if versus_peers:
+            entry["fast_vs_peers"] = versus_peers
         if "pyust-filtered" in rows and "cprofile" in rows:
             entry["pyust_filtered_vs_cprofile"] = _versus(results, rows, workload,
                                                           "pyust-filtered", "cprofile")
@@ -579,13 +703,24 @@ def summarise(results: list, modes: list, workloads: list) -> dict:
                     if r["workload"] == workload and r.get("backend")}
         target = filtered_target(results, workload, rows,
                                  backends.pop() if len(backends) == 1 else None)
-        if target is not None:
+        if target is not None and workload in FILTERED_TARGET_WORKLOADS:
             entry["filtered_target"] = target
     return summary
 
 
-def _x(value) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+def w2_line_events(summary: dict, scale: float) -> dict | None:
+    """What the --lines modes emitted on W2 against what it should make
+    (workloads.w2_lines: 4 line events per iteration), or None without them."""
+    import workloads
+
+    rows = summary.get("W2", {}).get("modes", {})
+    emitted = {m: rows[m]["emitted_median"] for m in LINE_MODES if m in rows}
+    if not emitted:
+        return None
+    return {"expected": 4 * int(workloads.W2_ITERATIONS * scale), "emitted": emitted}
+
+
+_x = targets.ratio_text
 
 
 def print_table(summary: dict, results: list, labels: dict = LABELS,
@@ -607,9 +742,11 @@ def print_table(summary: dict, results: list, labels: dict = LABELS,
             print(f"{workload:8} {'pyust - no session':24} {'':8} {'':7} {'':6} {'':6} {'':6} "
                   f"{'':7} {'':6} {recording['cpu_ns_per_event_over_dormant']:9.1f}",
                   file=stream)
-        for key, label in (("pyust_vs_cprofile", "pyust / cProfile"),
-                           ("pyust_filtered_vs_cprofile", "filtered / cProfile")):
-            versus = entry.get(key)
+        comparisons = [(entry.get("pyust_vs_cprofile"), "pyust / cProfile"),
+                       (entry.get("pyust_filtered_vs_cprofile"), "filtered / cProfile")]
+        comparisons += [(versus, f"fast / {labels[peer].split()[0]}")
+                        for peer, versus in entry.get("fast_vs_peers", {}).items()]
+        for versus, label in comparisons:
             if versus:
                 print(f"{workload:8} {label:24} {'':8} {'':7} {_x(versus['ratio']):>6} "
                       f"{_x(versus['paired_ratio']):>6} {_x(versus['min_ratio']):>6} {'':7} "
@@ -621,7 +758,8 @@ ratio: median / untraced median. paired: median over rounds of the ratio within
 cpu s, cpu: the child's thread_time (median) and its ratio: less sensitive to
   other load on the machine.
 cpu ns/ev: (cpu - untraced cpu) / events the hook emitted (calls, returns,
-  registrations; the hook also sees C calls, which it does not emit); on the row
+  registrations, and lines in the --lines modes; in --fast the records of its
+  batches; the hook also sees C calls, which it does not emit); on the row
   'pyust - no session', what a session adds per event over pyust with no
   session (which sets no hook: the hook and the recording together).""",
           file=stream)
@@ -643,16 +781,22 @@ cpu ns/ev: (cpu - untraced cpu) / events the hook emitted (calls, returns,
                   f"{_x(versus['paired_ratio'])}, min {_x(versus['min_ratio'])}, cpu "
                   f"{_x(versus['cpu_ratio'])}; the target is <= 1.05x)", file=stream)
     runs = [r for r in results if r["mode"] in RECORDING_MODES]
+    if any(r["mode"] in BATCHED_MODES for r in runs):
+        print("\nfast and fast+lns runs: emitted counts records; discarded counts python:batch "
+              "events (up to 3.5 KiB of records each), so recorded is known only without "
+              "discards.", file=stream)
     if runs:
         print(f"\n{'workload':8} {'mode':8} {'round':>5} {'emitted':>11} {'discarded':>10} "
               f"{'recorded':>11} {'lost pkts':>9} {'trace MB':>9} {'B/event':>8} "
               f"{'stop s':>7}" + (f" {'counted':>11}" if "counted" in runs[0] else ""),
               file=stream)
         for r in runs:
-            per_event = r["trace_bytes"] / r["recorded"] if r["recorded"] else 0.0
-            line = (f"{r['workload']:8} {'filtered' if r['mode'] == 'pyust-filtered' else 'full':8} "
+            events = r["recorded"] or r["emitted"]
+            per_event = r["trace_bytes"] / events if events else 0.0
+            recorded = "?" if r["recorded"] is None else r["recorded"]
+            line = (f"{r['workload']:8} {RUN_NAMES[r['mode']]:8} "
                     f"{r['round']:5d} {r['emitted']:11d} {r['discarded']:10d} "
-                    f"{r['recorded']:11d} {r['lost_packets']:9d} "
+                    f"{recorded:>11} {r['lost_packets']:9d} "
                     f"{r['trace_bytes'] / 1e6:9.1f} {per_event:8.1f} {r['stop_seconds']:7.2f}")
             if "counted" in r:
                 line += f" {r['counted'] if r['counted'] is not None else '?':>11}"
@@ -663,16 +807,22 @@ def parse_args(argv: list) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Measure pyust's overhead against untraced runs and cProfile.")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="interleaved rounds (default 7; 2 with --quick)")
+                        help=f"interleaved rounds (default {ROUNDS}; {QUICK_ROUNDS} with --quick)")
     parser.add_argument("--json", metavar="FILE", help="write every run and the summary here")
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_ROUNDS} rounds at scale {QUICK_SCALE}: a smoke test")
+    parser.add_argument("--suite", action="store_true",
+                        help="issue 6's whole suite: every workload and every mode, the peers "
+                        "that the children can import included, and the targets' verdicts "
+                        f"({ROUNDS} rounds at scale 1.0; with --quick a smoke test of it)")
     parser.add_argument("--scale", type=float, default=None,
                         help="workload size (1.0: about 1-2 s untraced each)")
-    parser.add_argument("--modes", default=",".join(MODES),
-                        help=f"comma-separated subset of {','.join(MODES)}")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS),
-                        help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    parser.add_argument("--modes", default=None,
+                        help=f"comma-separated subset of {','.join(MODES)} (default "
+                        f"{','.join(BASE_MODES)}; all with --suite)")
+    parser.add_argument("--workloads", default=None,
+                        help=f"comma-separated subset of {','.join(WORKLOADS)} (default "
+                        f"{','.join(BASE_WORKLOADS)}; all with --suite)")
     parser.add_argument("--subbuf-size", default="8M", help="LTTng sub-buffer size (8M)")
     parser.add_argument("--num-subbuf", type=int, default=16,
                         help="LTTng sub-buffers per CPU (16)")
@@ -701,10 +851,14 @@ def parse_args(argv: list) -> argparse.Namespace:
     options = parser.parse_args(argv)
     if options.child:
         return options
-    options.rounds = options.rounds or (QUICK_ROUNDS if options.quick else 7)
+    options.rounds = options.rounds or (QUICK_ROUNDS if options.quick else ROUNDS)
     if options.scale is None:
         options.scale = QUICK_SCALE if options.quick else 1.0
     options.contexts = tuple(c for c in options.contexts.split(",") if c)
+    if options.modes is None:
+        options.modes = ",".join(MODES if options.suite else BASE_MODES)
+    if options.workloads is None:
+        options.workloads = ",".join(WORKLOADS if options.suite else BASE_WORKLOADS)
     options.modes = [m for m in options.modes.split(",") if m]
     options.workloads = [w for w in options.workloads.split(",") if w]
     for mode in options.modes:
@@ -767,10 +921,11 @@ def main(argv: list) -> int:
     if version >= (3, 12):
         labels["empty-hook"] = LEGACY_HOOK_LABEL
     info = machine_info(options.python)
-    info.update(build_info(options.pyust_path))
-    print(f"machine: {info['cpu_model']}, {info['cores']} cores; Python {info['python']} "
-          f"({options.python}); {info['lttng']}")
-    print("pyust from: " + (options.pyust_path or "the children's own sys.path") +
+    info.update(build_info(options.pyust_path, options.python))
+    print(f"machine: {info['cpu_model']}, {info['cores']} cores, Linux {info['kernel']}; "
+          f"Python {info['python']} ({options.python}); {info['lttng']}")
+    print("pyust from: " + (options.pyust_path or "the children's own sys.path, " +
+                            str(info.get("pyust_installed_in"))) +
           f" (repository at {info['repo_head']}; native hook "
           f"{', '.join(info['pyust_native']) or 'not found there'})")
     if "empty-hook" in options.modes and version >= (3, 12):
@@ -786,6 +941,7 @@ def main(argv: list) -> int:
               "times are inflated and noisy; the cpu columns suffer less", file=sys.stderr)
     runner = Runner(options)
     results: list = []
+    skipped: dict = {}
     started = time.time()
     try:
         if "empty-hook" in options.modes:
@@ -793,11 +949,29 @@ def main(argv: list) -> int:
             if why is not None:
                 print(f"warning: skipping the empty-hook mode: {why}", file=sys.stderr)
                 options.modes.remove("empty-hook")
+                skipped["empty-hook"] = why
+        wanted_peers = [m for m in options.modes if m in peers.PEERS]
+        found_peers = peers.probe(options.python, runner.env, wanted_peers) if wanted_peers else {}
+        for mode in wanted_peers:
+            if "error" in found_peers.get(mode, {"error": "?"}):
+                skipped[mode] = peers.skip_reason(mode, options.python, found_peers.get(mode, {}))
+                print(f"skipping {mode}: {skipped[mode]}", flush=True)
+                options.modes.remove(mode)
+            else:
+                print(f"peer {mode} {found_peers[mode]['version']} "
+                      f"({found_peers[mode]['file']})", flush=True)
+        for mode, workloads_ in MODE_WORKLOADS.items():
+            left_out = [w for w in options.workloads if w not in workloads_]
+            if mode in options.modes and left_out:
+                print(f"note: {mode} runs on {', '.join(workloads_)} only, not "
+                      f"{', '.join(left_out)} (see OVERHEAD.md)")
         for round_index in range(options.rounds):
             shift = round_index % len(options.modes)
             order = options.modes[shift:] + options.modes[:shift]
             for workload in options.workloads:
                 for mode in order:
+                    if workload not in MODE_WORKLOADS.get(mode, WORKLOADS):
+                        continue
                     result = runner.measure(mode, workload)
                     result["round"] = round_index + 1
                     result["loadavg_1min_after"] = os.getloadavg()[0]
@@ -822,6 +996,14 @@ def main(argv: list) -> int:
         return 1
     summary = summarise(results, options.modes, options.workloads)
     print_table(summary, results, labels)
+    line_events = w2_line_events(summary, options.scale)
+    if line_events:
+        print(f"\nW2 line events: {line_events['expected']:,} expected (4 per iteration), "
+              + ", ".join(f"{labels[m]} emitted {n:,}"
+                          for m, n in line_events["emitted"].items()))
+    verdicts = targets.judge(summary, version)
+    if any(t["value"] is not None for t in verdicts):
+        targets.print_verdicts(verdicts, labels)
     if any(r.get("discarded") for r in results):
         print("\nwarning: LTTng discarded events: the pyust times are too low; rerun with a "
               "larger --subbuf-size or --num-subbuf", file=sys.stderr)
@@ -843,10 +1025,17 @@ def main(argv: list) -> int:
                 "events": options.events,
                 "contexts": list(options.contexts),
                 "wait_quiet_s": options.wait_quiet,
+                "suite": options.suite,
+                "mode_workloads": {mode: list(MODE_WORKLOADS.get(mode, WORKLOADS))
+                                   for mode in options.modes},
+                "skipped_modes": skipped,
+                "peers": found_peers,
             },
             "elapsed_s": time.time() - started,
             "loadavg_1min_at_start": load,
             "summary": summary,
+            "w2_line_events": line_events,
+            "targets": verdicts,
             "runs": results,
         }
         with open(options.json, "w") as stream:

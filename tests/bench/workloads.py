@@ -8,6 +8,9 @@ the amount of work (not its shape) so that --quick runs stay representative.
 - w1_calls: call-heavy. Recursive fib plus tiny methods on small objects:
   millions of Python calls, each doing almost nothing, so the cost of a
   tracer's call/return callbacks dominates.
+- w2_lines: line-heavy. One function whose loop runs four simple lines per
+  iteration (the for line included): about 60M line events at scale 1.0 and
+  a single call, so a tracer's line callbacks are all that it pays.
 - w3_mixed: a mix of what real programs do: json dumps/loads, re matching,
   small classes with methods and properties, dict and list work. Much of the
   time is spent in C (json, re), so calls are rarer than in w1. A few
@@ -89,6 +92,24 @@ def w1_calls(scale: float = 1.0) -> int:
     total = fib(max(15, depth))
     total += _methods(int(1_500_000 * scale))
     return total
+
+
+# --- W2: line-heavy ------------------------------------------------------------
+
+# Iterations at scale 1.0: a line tracer sees 4 line events per iteration (the
+# for line, which each iteration jumps back to, and the three below it), so
+# 15M iterations make about 60M line events; 3 more end the function.
+W2_ITERATIONS = 15_000_000
+
+
+def w2_lines(scale: float = 1.0) -> int:
+    """About 60M line events at scale 1.0 in this one function (4 per iteration)."""
+    a = b = 0
+    for i in range(int(W2_ITERATIONS * scale)):
+        a += i
+        b ^= a
+        a &= 0xFFFF
+    return a + b
 
 
 # --- W3: mixed -----------------------------------------------------------------
@@ -211,5 +232,6 @@ def w3_mixed(scale: float = 1.0) -> int:
 
 WORKLOADS = {
     "W1": w1_calls,
+    "W2": w2_lines,
     "W3": w3_mixed,
 }
