@@ -1,7 +1,8 @@
 // The pyust babeltrace2 plugin: registration of its component classes, and nothing else. Each
-// component class lives in its own folder (stacks/, report/).
+// component class lives in its own folder (stacks/, report/, expand/).
 #include <babeltrace2/babeltrace.h>
 
+#include "expand.hpp"
 #include "report.hpp"
 #include "stacks.hpp"
 
@@ -29,6 +30,22 @@ BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD(
     stacks, pyust::plugin::stacks::iterator_initialize);
 BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_FINALIZE_METHOD(
     stacks, pyust::plugin::stacks::iterator_finalize);
+
+BT_PLUGIN_FILTER_COMPONENT_CLASS(expand, pyust::plugin::expand::iterator_next);
+BT_PLUGIN_FILTER_COMPONENT_CLASS_DESCRIPTION(
+    expand, "Turn the python:batch events of pyust's fast mode back into python:call, "
+            "python:return and python:line events, in time order with every other message");
+BT_PLUGIN_FILTER_COMPONENT_CLASS_HELP(
+    expand, "Parameters: max-delay=NS (default 5000000000): a process whose python:horizon "
+            "lags the trace by more than this stops holding the other messages back; "
+            "report-discarded=yes|no (default yes): missing records as discarded-events "
+            "messages, or on standard error only (for sink.ctf.fs)");
+BT_PLUGIN_FILTER_COMPONENT_CLASS_INITIALIZE_METHOD(expand, pyust::plugin::expand::initialize);
+BT_PLUGIN_FILTER_COMPONENT_CLASS_FINALIZE_METHOD(expand, pyust::plugin::expand::finalize);
+BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD(
+    expand, pyust::plugin::expand::iterator_initialize);
+BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_FINALIZE_METHOD(
+    expand, pyust::plugin::expand::iterator_finalize);
 
 BT_PLUGIN_SINK_COMPONENT_CLASS(report, pyust::plugin::report::consume);
 BT_PLUGIN_SINK_COMPONENT_CLASS_DESCRIPTION(

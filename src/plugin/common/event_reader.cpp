@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bt_util.hpp"
+#include "fields.hpp"
 
 namespace pyust::plugin {
 
@@ -61,6 +62,7 @@ PythonKind kind_of(const char* name) noexcept
         {"python:line", PythonKind::line},         {"python:c_call", PythonKind::c_call},
         {"python:c_return", PythonKind::c_return}, {"python:code", PythonKind::code},
         {"python:thread", PythonKind::thread},     {"python:process", PythonKind::process},
+        {"python:batch", PythonKind::batch},
     };
     static constexpr struct {
         const char* name;
@@ -83,52 +85,6 @@ PythonKind kind_of(const char* name) noexcept
         if (std::strcmp(name, entry.name) == 0)
             return entry.kind;
     return PythonKind::other;
-}
-
-// Finds a structure member by name; index -1 when the structure or the member is absent.
-template <typename Member> Member find_member(const bt_field_class* structure, const char* name)
-{
-    Member member;
-    if (!structure)
-        return member;
-    const std::uint64_t count = bt_field_class_structure_get_member_count(structure);
-    for (std::uint64_t i = 0; i < count; ++i) {
-        const bt_field_class_structure_member* entry =
-            bt_field_class_structure_borrow_member_by_index_const(structure, i);
-        if (std::strcmp(bt_field_class_structure_member_get_name(entry), name) == 0) {
-            const bt_field_class* type =
-                bt_field_class_structure_member_borrow_field_class_const(entry);
-            member.index = static_cast<int>(i);
-            member.is_signed = bt_field_class_type_is(bt_field_class_get_type(type),
-                                                      BT_FIELD_CLASS_TYPE_SIGNED_INTEGER);
-            return member;
-        }
-    }
-    return member;
-}
-
-const bt_field* member_field(const bt_field* structure, int index) noexcept
-{
-    return bt_field_structure_borrow_member_field_by_index_const(structure,
-                                                                 static_cast<std::uint64_t>(index));
-}
-
-template <typename Member> std::int64_t read_int(const bt_field* structure, const Member& member)
-{
-    const bt_field* field = member_field(structure, member.index);
-    return member.is_signed ? bt_field_integer_signed_get_value(field)
-                            : static_cast<std::int64_t>(bt_field_integer_unsigned_get_value(field));
-}
-
-template <typename Member>
-std::string_view read_string(const bt_field* structure, const Member& member)
-{
-    if (member.index < 0)
-        return {};
-    const bt_field* field = member_field(structure, member.index);
-    if (bt_field_get_class_type(field) != BT_FIELD_CLASS_TYPE_STRING)
-        return {};
-    return std::string_view(bt_field_string_get_value(field), bt_field_string_get_length(field));
 }
 
 } // namespace
@@ -156,8 +112,10 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
         info.kind = kind_of(event_name);
         if (info.kind == PythonKind::other && event_name)
             info.kind = kernel_kind(event_name, info.syscall);
-        if (info.kind == PythonKind::syscall_entry || info.kind == PythonKind::syscall_exit ||
-            info.kind == PythonKind::sched_switch) {
+        if (info.kind == PythonKind::batch) {
+            // Nothing to look up: decode() refuses its events.
+        } else if (info.kind == PythonKind::syscall_entry ||
+                   info.kind == PythonKind::syscall_exit || info.kind == PythonKind::sched_switch) {
             kernel_class_info(event_class, info);
         } else if (info.kind != PythonKind::other) {
             const bt_stream_class* stream_class =
@@ -165,29 +123,29 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
             info.has_clock = bt_stream_class_borrow_default_clock_class_const(stream_class);
             const bt_field_class* common =
                 bt_stream_class_borrow_event_common_context_field_class_const(stream_class);
-            info.vpid = find_member<Member>(common, "vpid");
-            info.vtid = find_member<Member>(common, "vtid");
+            info.vpid = find_member(common, "vpid");
+            info.vtid = find_member(common, "vtid");
             const bool is_native =
                 info.kind == PythonKind::native_entry || info.kind == PythonKind::native_exit;
             if (is_native && info.vpid.index >= 0 && info.vtid.index >= 0) {
-                info.ip = find_member<Member>(common, "ip");
-                info.debug_info = find_member<Member>(common, "debug_info");
+                info.ip = find_member(common, "ip");
+                info.debug_info = find_member(common, "debug_info");
                 if (info.debug_info.index >= 0) {
                     const bt_field_class* debug_info =
                         bt_field_class_structure_member_borrow_field_class_const(
                             bt_field_class_structure_borrow_member_by_index_const(
                                 common, static_cast<std::uint64_t>(info.debug_info.index)));
                     if (bt_field_class_get_type(debug_info) == BT_FIELD_CLASS_TYPE_STRUCTURE) {
-                        info.debug_bin = find_member<Member>(debug_info, "bin").index;
-                        info.debug_func = find_member<Member>(debug_info, "func").index;
+                        info.debug_bin = find_member(debug_info, "bin").index;
+                        info.debug_func = find_member(debug_info, "func").index;
                     }
                 }
             }
             if (info.vpid.index < 0 || info.vtid.index < 0) {
                 const bt_field_class* specific =
                     bt_event_class_borrow_specific_context_field_class_const(event_class);
-                info.vpid = find_member<Member>(specific, "vpid");
-                info.vtid = find_member<Member>(specific, "vtid");
+                info.vpid = find_member(specific, "vpid");
+                info.vtid = find_member(specific, "vtid");
                 info.key_scope = ClassInfo::KeyScope::specific;
             }
             if ((info.vpid.index < 0 || info.vtid.index < 0) && is_native) {
@@ -206,27 +164,27 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
             }
             const bt_field_class* payload =
                 bt_event_class_borrow_payload_field_class_const(event_class);
-            info.id = find_member<Member>(payload, "id");
-            info.name = find_member<Member>(payload, "name");
+            info.id = find_member(payload, "id");
+            info.name = find_member(payload, "name");
             switch (info.kind) {
             case PythonKind::line:
-                info.number = find_member<Member>(payload, "line");
+                info.number = find_member(payload, "line");
                 break;
             case PythonKind::c_call:
-                info.owner = find_member<Member>(payload, "owner");
+                info.owner = find_member(payload, "owner");
                 break;
             case PythonKind::code:
-                info.number = find_member<Member>(payload, "first_line");
-                info.owner = find_member<Member>(payload, "module");
-                info.name = find_member<Member>(payload, "qualname");
-                info.file = find_member<Member>(payload, "file");
+                info.number = find_member(payload, "first_line");
+                info.owner = find_member(payload, "module");
+                info.name = find_member(payload, "qualname");
+                info.file = find_member(payload, "file");
                 break;
             case PythonKind::thread:
-                info.number = find_member<Member>(payload, "tid");
+                info.number = find_member(payload, "tid");
                 break;
             case PythonKind::native_entry:
             case PythonKind::native_exit:
-                info.addr = find_member<Member>(payload, "addr");
+                info.addr = find_member(payload, "addr");
                 break;
             default:
                 break;
@@ -273,8 +231,8 @@ void EventReader::kernel_class_info(const bt_event_class* event_class, ClassInfo
             : place.scope == ClassInfo::KeyScope::specific
                 ? bt_event_class_borrow_specific_context_field_class_const(event_class)
                 : payload;
-        info.vpid = find_member<Member>(structure, place.pid);
-        info.vtid = find_member<Member>(structure, place.tid);
+        info.vpid = find_member(structure, place.pid);
+        info.vtid = find_member(structure, place.tid);
         if (info.vpid.index >= 0 && info.vtid.index >= 0) {
             info.key_scope = place.scope;
             break;
@@ -285,11 +243,11 @@ void EventReader::kernel_class_info(const bt_event_class* event_class, ClassInfo
         return;
     }
     if (info.kind == PythonKind::sched_switch) {
-        info.next_tid = find_member<Member>(payload, "next_tid");
+        info.next_tid = find_member(payload, "next_tid");
         if (info.next_tid.index < 0)
-            info.next_tid = find_member<Member>(payload, "next_pid");
+            info.next_tid = find_member(payload, "next_pid");
     } else if (info.syscall.empty()) {
-        info.id = find_member<Member>(payload, "id");
+        info.id = find_member(payload, "id");
         if (info.id.index < 0)
             info.syscall = "syscall"; // raw_syscalls without its number: still a frame
     }
@@ -301,6 +259,10 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
     const ClassInfo& info = class_info(bt_event_borrow_class_const(event));
     if (info.kind == PythonKind::other)
         return false;
+    if (info.kind == PythonKind::batch)
+        throw Error("Cannot read python:batch events (fast mode) as they are: reason=they hold "
+                    "many records each, fix=put filter.pyust.expand in front (babeltrace2 TRACE "
+                    "-c filter.pyust.expand -c sink.pyust.report ...)");
     out.kind = info.kind;
     const bt_field* context =
         info.key_scope == ClassInfo::KeyScope::specific
@@ -400,6 +362,7 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
             model.on_switch_in(event.next_tid, event.ts);
         break;
     case PythonKind::process:
+    case PythonKind::batch:
     case PythonKind::other:
         break;
     }

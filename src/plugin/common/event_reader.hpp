@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fields.hpp"
 #include "stack_model.hpp"
 
 namespace pyust::plugin {
@@ -37,6 +38,7 @@ enum class PythonKind : std::uint8_t {
     syscall_entry,
     syscall_exit,
     sched_switch,
+    batch, // python:batch (fast mode): decode() refuses it, filter.pyust.expand must come first
 };
 
 // One decoded python:* event. The string views point into the message's fields: they live as
@@ -69,8 +71,9 @@ public:
     // Decodes an event message. Returns false, leaving out unspecified, when it is neither a
     // python:* event, a cyg-profile one nor a kernel event of the model (kernel and cyg-profile
     // events without a thread's pid and tid are skipped too). Throws Error when a python:*
-    // event class lacks a field the model needs (vpid/vtid contexts, id, ...) or a time cannot
-    // be converted, std::bad_alloc.
+    // event class lacks a field the model needs (vpid/vtid contexts, id, ...), a time cannot
+    // be converted, or the event is a python:batch (fast mode, which filter.pyust.expand must
+    // expand first), std::bad_alloc.
     bool decode(const bt_message* message, PythonEvent& out);
 
     // Applies a decoded event to the model. Precondition: thread is
@@ -100,10 +103,7 @@ public:
     }
 
 private:
-    struct Member {
-        int index = -1; // -1: absent
-        bool is_signed = false;
-    };
+    using Member = FieldMember;
     struct ClassInfo {
         PythonKind kind = PythonKind::other;
         bool has_clock = false;

@@ -8,6 +8,7 @@
 
 #include "bt_util.hpp"
 #include "event_reader.hpp"
+#include "filter_util.hpp"
 #include "params.hpp"
 #include "stack_model.hpp"
 
@@ -98,14 +99,9 @@ private:
 };
 
 StacksIterator::StacksIterator(bt_self_message_iterator* self)
-    : m_self(self), m_component(bt_self_message_iterator_borrow_component(self))
+    : m_self(self), m_component(bt_self_message_iterator_borrow_component(self)),
+      m_upstream(create_upstream(self))
 {
-    bt_self_component_port_input* port = bt_self_component_filter_borrow_input_port_by_name(
-        reinterpret_cast<bt_self_component_filter*>(m_component), "in");
-    bt_message_iterator* upstream = nullptr;
-    check(bt_message_iterator_create_from_message_iterator(self, port, &upstream),
-          "Cannot create the upstream message iterator: port=in");
-    m_upstream.reset(upstream);
 }
 
 StacksIterator::~StacksIterator()
@@ -123,20 +119,12 @@ StacksIterator::next(bt_message_array_const messages, std::uint64_t capacity, st
         bt_message_array_const upstream_messages = nullptr;
         std::uint64_t upstream_count = 0;
         switch (pull(m_upstream.get(), &upstream_messages, &upstream_count)) {
-        case Pulled::messages: {
-            std::uint64_t i = 0;
-            try {
-                for (; i < upstream_count; ++i) {
-                    push(upstream_messages[i]);
-                    process(upstream_messages[i]);
-                }
-            } catch (...) {
-                for (++i; i < upstream_count; ++i)
-                    bt_message_put_ref(upstream_messages[i]);
-                throw;
-            }
+        case Pulled::messages:
+            take_each(upstream_messages, upstream_count, [this](const bt_message* message) {
+                push(message);
+                process(message);
+            });
             break;
-        }
         case Pulled::again:
             return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_AGAIN;
         case Pulled::end:
@@ -367,10 +355,7 @@ bt_component_class_initialize_method_status initialize(bt_self_component_filter*
                  BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR,
                  BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR, [&] {
                      check_known_params(params, {});
-                     check(bt_self_component_filter_add_input_port(self, "in", nullptr, nullptr),
-                           "Cannot add the input port: name=in");
-                     check(bt_self_component_filter_add_output_port(self, "out", nullptr, nullptr),
-                           "Cannot add the output port: name=out");
+                     add_filter_ports(self);
                      return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_OK;
                  });
 }
@@ -393,11 +378,8 @@ bt_message_iterator_class_next_method_status iterator_next(bt_self_message_itera
                                                            uint64_t capacity,
                                                            uint64_t* count) noexcept
 {
-    const CauseSink cause(self);
-    return guard(cause, "Cannot get the next messages of filter.pyust.stacks",
-                 BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_ERROR,
-                 BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_MEMORY_ERROR,
-                 [&] { return iterator_of(self)->next(messages, capacity, count); });
+    return next_bridge<StacksIterator>(self, messages, capacity, count,
+                                       "Cannot get the next messages of filter.pyust.stacks");
 }
 
 void iterator_finalize(bt_self_message_iterator* self) noexcept
