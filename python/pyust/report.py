@@ -594,7 +594,10 @@ def report(args: argparse.Namespace) -> int:
     metadata = [m for trace in args.traces for m in find_metadata(trace)]
     texts = {path: check_metadata(path) for path in metadata}
     _require_babeltrace2()
-    damages = salvage.find_damage(texts)
+    damages, is_readable = salvage.find_damage(texts)
+    if damages and not is_readable:
+        raise ReportError(f"damaged trace: not one packet of its data streams is complete "
+                          f"({damages[0].describe()})")
     if damages and not args.salvage:
         raise ReportError(f"damaged trace: {damages[0].describe()} (without --no-salvage, "
                           "pyust reports what can be read)")

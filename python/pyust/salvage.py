@@ -151,19 +151,24 @@ def first_damage(path: str, packets: Layout) -> Damage | None:
     return None
 
 
-def find_damage(metadata: dict) -> list:
-    """The damaged stream files of the traces: metadata maps each metadata file to its
-    TSDL text. Directories whose layout is not LTTng's are not walked."""
+def find_damage(metadata: dict) -> tuple:
+    """The damaged stream files of the traces, and whether any packet at all is left to
+    read: metadata maps each metadata file to its TSDL text. Directories whose layout is not
+    LTTng's are not walked (their streams count as readable)."""
     damages = []
+    is_readable = False
     for path, tsdl in metadata.items():
         packets = layout(tsdl)
+        streams = stream_files(os.path.dirname(path))
         if packets is None:
+            is_readable = is_readable or bool(streams)
             continue
-        for stream in stream_files(os.path.dirname(path)):
+        for stream in streams:
             damage = first_damage(stream, packets)
             if damage:
                 damages.append(damage)
-    return damages
+            is_readable = is_readable or damage is None or damage.packets_kept > 0
+    return damages, is_readable
 
 
 def salvaged_copy(traces: list, damages: list, into: str) -> list:

@@ -1,0 +1,130 @@
+"""Damaged traces (issue 7): every reader answers within damage_corpus.LIMIT seconds, never
+crashes, and never drops data without saying so; `pyust report` salvages the complete
+packets and says what it left out.
+
+The corpus and its checks are in damage_corpus.py (which also runs as a script, e.g. under
+AddressSanitizer). The default run takes the truncations, the metadata cases and 16 bit
+flips; the marker `stress` adds the 500 seeded bit flips.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+import damage_corpus as corpus
+from report_harness import report
+
+QUICK_FLIPS = range(16)
+STRESS_FLIPS = range(500)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A real trace of corpus.PROGRAM, several packets per stream."""
+    return corpus.record(tmp_path_factory.mktemp("damage"))
+
+
+@pytest.fixture(scope="module")
+def plugin_path():
+    return corpus.default_plugin_path()
+
+
+def assert_case(recorded, case, tmp_path, plugin_path):
+    outcome = corpus.run_case(recorded, case, tmp_path, plugin_path, {})
+    print(f"{outcome.case}: {outcome.verdict}, {outcome.seconds:.2f} s; {outcome.what}")
+    assert not outcome.problems, "\n".join(outcome.problems)
+    return outcome
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_truncated_last_packet_is_salvaged(recorded, tmp_path, plugin_path, index):
+    case = corpus.truncation_cases(recorded)[index]
+    assert assert_case(recorded, case, tmp_path, plugin_path).verdict == "salvaged"
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_damaged_metadata(recorded, tmp_path, plugin_path, index):
+    case = corpus.metadata_cases(recorded)[index]
+    outcome = assert_case(recorded, case, tmp_path, plugin_path)
+    # One byte off the end of the metadata cuts only the last packet's padding.
+    assert outcome.verdict == ("read" if case.name == "metadata-truncate-1" else "refused")
+
+
+@pytest.mark.parametrize("seed", QUICK_FLIPS)
+def test_bit_flip(recorded, tmp_path, plugin_path, seed):
+    assert_case(recorded, corpus.flip_case(recorded, seed), tmp_path, plugin_path)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("seed", STRESS_FLIPS)
+def test_bit_flip_stress(recorded, tmp_path, plugin_path, seed):
+    assert_case(recorded, corpus.flip_case(recorded, seed), tmp_path, plugin_path)
+
+
+def _copy(recorded, tmp_path):
+    copy = tmp_path / "t"
+    shutil.copytree(recorded, copy)
+    return copy
+
+
+def test_salvage_says_which_packets_it_left_out(recorded, tmp_path):
+    copy = _copy(recorded, tmp_path)
+    stream = max(corpus.stream_files(copy), key=lambda p: p.stat().st_size)
+    offsets = corpus.packet_offsets(stream)
+    with open(stream, "r+b") as file:
+        file.truncate(offsets[-1] + 100)
+    whole = report(recorded, "-f", "folded")
+    salvaged = report(copy, "-f", "folded")
+    assert whole.returncode == 0 and salvaged.returncode == 0, salvaged.stderr
+    warning = next(line for line in salvaged.stderr.splitlines() if "damaged trace" in line)
+    assert f"{stream}: packet {len(offsets)} (byte {offsets[-1]}) is cut off" in warning
+    assert f"its first {len(offsets) - 1} packets ({offsets[-1]} bytes) are read" in warning
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in whole.stdout.splitlines())
+    kept = sum(int(line.rsplit(" ", 1)[1]) for line in salvaged.stdout.splitlines())
+    # The complete packets are there, the cut one is not (its events may all be another
+    # program's, which the session recorded too: hence <=).
+    assert 0 < kept <= total
+
+    refused = report(copy, "--no-salvage")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("pyust: error: damaged trace: ")
+    assert refused.stderr.count("\n") == 1
+
+
+def test_an_event_babeltrace2_cannot_decode_ends_the_report_there(recorded, tmp_path,
+                                                                   plugin_path):
+    """An unknown event class id in the middle of a stream: babeltrace2 stops there; the
+    report covers what came before and says where and why it stopped."""
+    copy = _copy(recorded, tmp_path)
+    stream = max(corpus.stream_files(copy), key=lambda p: p.stat().st_size)
+    offsets = corpus.packet_offsets(stream)
+    data = bytearray(stream.read_bytes())
+    # The first event of the middle packet: right after the 84 bytes of packet header and
+    # context; its header starts with the 16-bit event class id, whose value 65535 says that
+    # a 32-bit id and a 64-bit timestamp follow.
+    struct.pack_into("<HI", data, offsets[len(offsets) // 2] + 84, 0xFFFF, 123456789)
+    stream.write_bytes(bytes(data))
+
+    result = report(copy)
+    assert result.returncode == 0, result.stderr
+    assert "\nDamaged trace: babeltrace2 stopped reading after " in result.stdout
+    (warning,) = [line for line in result.stderr.splitlines() if "damaged trace" in line]
+    match = re.match(r"pyust: warning: damaged trace: babeltrace2 stopped reading after "
+                     r"(\d+) events \(the latest at \d+\.\d{9}\): (.*); nothing the trace "
+                     r"holds after that point is in this report\.$", warning)
+    assert match, warning
+    assert int(match.group(1)) > 0
+    assert "event-class-id=123456789" in match.group(2) and "addr=0x" not in match.group(2)
+
+    cli = ["babeltrace2", "--plugin-path", plugin_path, str(copy), "-c", "sink.pyust.report"]
+    plain = subprocess.run(cli, capture_output=True, text=True, timeout=corpus.LIMIT)
+    assert plain.returncode == 1 and "event-class-id=123456789" in plain.stderr
+    salvaged = subprocess.run(cli + ["-p", "salvage=yes"], capture_output=True, text=True,
+                              timeout=corpus.LIMIT)
+    assert salvaged.returncode == 0, salvaged.stderr
+    assert "Damaged trace: babeltrace2 stopped reading after" in salvaged.stdout
