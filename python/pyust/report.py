@@ -388,29 +388,44 @@ def plugin_dirs() -> list:
     return []
 
 
-def has_native_events(metadata: list) -> bool:
-    """Whether the traces declare lttng-ust's cyg-profile events (pyust run
-    --native): their frames need babeltrace2's debug-info filter for names."""
+def _declares(metadata: list, name: bytes) -> bool:
+    """Whether one of the metadata files names this (an event, a provider)."""
     for path in metadata:
         try:
             with open(path, "rb") as stream:
-                if b"lttng_ust_cyg_profile" in stream.read():
+                if name in stream.read():
                     return True
         except OSError:
             continue
     return False
 
 
+def has_native_events(metadata: list) -> bool:
+    """Whether the traces declare lttng-ust's cyg-profile events (pyust run
+    --native): their frames need babeltrace2's debug-info filter for names."""
+    return _declares(metadata, b"lttng_ust_cyg_profile")
+
+
+def has_batches(metadata: list) -> bool:
+    """Whether the traces declare python:batch (the fast mode): the batches
+    need filter.pyust.expand in front of the sink."""
+    return _declares(metadata, b'"python:batch"')
+
+
 def babeltrace2_command(traces: list, params: dict, plugin_path: list,
-                        debug_info: bool = False) -> list:
+                        debug_info: bool = False, expand: bool = False) -> list:
     """The argument vector of the babeltrace2 run (no shell): traces are
     absolute paths (never taken for options), params a dict of str or int.
     debug_info puts flt.lttng-utils.debug-info before the sink, which then
-    names native frames by function (it resolves each event's ip context)."""
+    names native frames by function (it resolves each event's ip context);
+    expand puts filter.pyust.expand first, which turns fast-mode batches into
+    python:call/return/line events."""
     command = ["babeltrace2"]
     for directory in plugin_path:
         command += ["--plugin-path", directory]
     command += [os.path.abspath(t) for t in traces]
+    if expand:
+        command += ["-c", "filter.pyust.expand"]
     if debug_info:
         command += ["-c", "flt.lttng-utils.debug-info"]
     command += ["-c", "sink.pyust.report"]
@@ -616,8 +631,9 @@ def _report(args: argparse.Namespace, traces: list, metadata: list, output) -> i
     params = _params(args, sorted({os.path.dirname(m) for m in metadata}), output)
     plugin_path = plugin_dirs()
     debug_info = has_native_events(metadata)
+    expand = has_batches(metadata)
     if args.show_command:
-        print(shlex.join(babeltrace2_command(traces, params, plugin_path, debug_info)),
+        print(shlex.join(babeltrace2_command(traces, params, plugin_path, debug_info, expand)),
               file=sys.stderr)
 
     # A new file or a regular one is written beside the target and renamed at the end,
@@ -630,7 +646,7 @@ def _report(args: argparse.Namespace, traces: list, metadata: list, output) -> i
     try:
         sys.stdout.flush()
         notes = run_babeltrace2(
-            babeltrace2_command(traces, params, plugin_path, debug_info), args.timeout)
+            babeltrace2_command(traces, params, plugin_path, debug_info, expand), args.timeout)
         if temporary:
             os.replace(temporary, output)
             temporary = None

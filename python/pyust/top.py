@@ -150,6 +150,10 @@ def top_command(args: argparse.Namespace, url: str) -> list:
         command += ["--plugin-path", directory]
     command += ["-c", "src.ctf.lttng-live", "-p", f"inputs=[{param_string(url)}]",
                 "-p", 'session-not-found-action="continue"',
+                # A live session's metadata grows as it goes: expand fast-mode
+                # batches whether or not they are declared yet (a standard
+                # trace passes through unchanged).
+                "-c", "filter.pyust.expand",
                 "-c", "sink.pyust.report", "-p", 'format="top"',
                 "-p", f"period={round(args.interval * 1e9)}", "-p", f"rows={_rows(args)}"]
     if args.count:
