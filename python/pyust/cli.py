@@ -285,13 +285,20 @@ def _run_main(argv: list) -> int:
         print(kernel_note, file=sys.stderr)
     if relay:
         session.path, args.no_count = relay.trace_path(name, args.no_count)
-    recorded = None if args.no_count else lttng.count_events(session.path)
+    expand = None
+    if args.fast:
+        from .report import ReportError, plugin_dirs
+        try:
+            expand = plugin_dirs()
+        except ReportError:
+            expand = []
+    recorded = None if args.no_count else lttng.count_events(session.path, plugin_path=expand)
     summary = f"pyust: {'snapshot (the latest events)' if args.snapshot else 'trace'} in {session.path}"
     if recorded is not None:
         summary += f": {recorded} events recorded"
     elif not args.no_count:
         summary += ": events not counted (babeltrace2 missing or failed)"
-    summary += f", {discarded} discarded by LTTng"
+    summary += f", {discarded} {'batches' if args.fast else 'events'} discarded by LTTng"
     print(summary, file=sys.stderr)
     if discarded:
         print("pyust: events were lost because the buffers filled up: use larger buffers "

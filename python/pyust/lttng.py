@@ -206,14 +206,24 @@ def _mi_text(xml: str, tag: str) -> str | None:
     return node.text if node is not None else None
 
 
-def count_events(trace: str, timeout: float = 600) -> int | None:
+def count_events(trace: str, timeout: float = 600, *,
+                 plugin_path: list | None = None) -> int | None:
     """Events in a trace, counted by babeltrace2's counter sink; None when
-    babeltrace2 is missing or cannot read the trace in time."""
+    babeltrace2 is missing or cannot read the trace in time. With
+    plugin_path (pyust's plugin directories, [] for babeltrace2's own), the
+    trace goes through filter.pyust.expand first: fast-mode batches count as
+    the events they hold."""
     babeltrace2 = shutil.which("babeltrace2")
     if babeltrace2 is None or not os.path.isdir(trace):
         return None
+    command = [babeltrace2]
+    for directory in plugin_path or []:
+        command += ["--plugin-path", directory]
+    command.append(trace)
+    if plugin_path is not None:
+        command.append("--component=filter.pyust.expand")
     try:
-        result = subprocess.run([babeltrace2, trace, "--component=sink.utils.counter"],
+        result = subprocess.run(command + ["--component=sink.utils.counter"],
                                 capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
