@@ -90,10 +90,10 @@ def test_standard_recording_with_packets_passes_unchanged(standard):
 def test_gap_in_first_is_reported_with_count_and_window(standard):
     result = fast_case("gap", *EXPAND)
     assert result.returncode == 0, result.stderr
-    # Thread 100's batch after records 0-4 starts at 7: 2 records lost, from the last released
-    # time (7.2 us, the packet beginning before the horizon at 7.8 us; later than the previous
-    # batch's end, 6.5 us) to the batch's first record (8 us).
-    assert ("Tracer discarded 2 events between [00:00:00.000007200] and [00:00:00.000008000]"
+    # Thread 100's batch after records 0-4 starts at 7: 2 records lost, from the time already
+    # released (the horizon at 7.8 us, later than the previous batch's end, 6.5 us) to the
+    # batch's first record (8 us).
+    assert ("Tracer discarded 2 events between [00:00:00.000007800] and [00:00:00.000008000]"
             in flat(result.stderr))
     assert 'within stream "cpu0"' in flat(result.stderr)
     assert "2 lost by the tracer" in result.stderr

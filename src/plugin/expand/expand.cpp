@@ -339,8 +339,14 @@ private:
     MessageRef discarded(const bt_stream* stream, const Target& target, std::uint64_t count,
                          std::uint64_t begin, std::uint64_t end, const char* why);
     void wait_run(std::unique_ptr<Run> run);
+    // The time up to which messages may go: the smallest horizon of the fast-mode processes
+    // that still hold the queue (forever when none does). Warns once about a stale process.
     std::int64_t limit();
-    void release(std::int64_t limit);
+    // Updates m_limit and m_granted after an arrival. Throws nothing but std::bad_alloc.
+    void grant();
+    // Releases up to budget messages (up to m_limit) into the output, in (time, arrival)
+    // order. Throws Error, BtError, std::bad_alloc.
+    void release(std::uint64_t budget);
     void emit(const bt_message* message);
     void emit_record(const Run& run, const Record& record);
     const bt_packet* packet_for(const bt_stream* stream, const bt_stream** placed);
@@ -357,7 +363,11 @@ private:
     std::vector<std::unique_ptr<Run>> m_runs; // a heap (is_later)
     std::uint64_t m_arrivals = 0;
     std::int64_t m_latest = never;   // time of the latest message arrived
-    std::int64_t m_released = never; // time of the latest message released
+    std::int64_t m_limit = forever;  // messages up to this time may be released
+    // The latest time granted for release so far: a record before it is late (whether or not
+    // the downstream has taken the messages around it yet, so that the verdict depends on the
+    // trace alone).
+    std::int64_t m_granted = never;
 
     std::unordered_map<std::int64_t, std::int64_t> m_horizons; // fast process -> horizon
     bool m_has_horizon = false;
@@ -401,14 +411,18 @@ ExpandIterator::~ExpandIterator()
 bt_message_iterator_class_next_method_status
 ExpandIterator::next(bt_message_array_const messages, std::uint64_t capacity, std::uint64_t* count)
 {
-    while (m_output.empty()) {
+    for (;;) {
+        // Records become messages only as the downstream asks for them: a horizon may release
+        // hundreds of thousands at once.
+        if (m_output.size() < capacity)
+            release(capacity - m_output.size());
+        if (!m_output.empty())
+            break;
         if (m_is_upstream_ended) {
-            if (m_is_flushed)
-                return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_END;
-            release(forever);
+            if (!m_is_flushed)
+                summarize();
             m_is_flushed = true;
-            summarize();
-            continue;
+            return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_END;
         }
         bt_message_array_const upstream_messages = nullptr;
         std::uint64_t upstream_count = 0;
@@ -417,12 +431,13 @@ ExpandIterator::next(bt_message_array_const messages, std::uint64_t capacity, st
             take_each(upstream_messages, upstream_count, [this](const bt_message* message) {
                 arrive(MessageRef(const_cast<bt_message*>(message)));
             });
-            release(limit());
+            grant();
             break;
         case Pulled::again:
             return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_AGAIN;
         case Pulled::end:
             m_is_upstream_ended = true;
+            m_limit = forever;
             break;
         }
     }
@@ -449,12 +464,11 @@ void ExpandIterator::arrive(MessageRef message)
             break;
         case Role::horizon:
             on_horizon(event, info, time);
-            release(limit()); // (dropped) what it vouches for can go
+            grant(); // (dropped) what it vouches for can go
             return;
         case Role::batch:
-            // Release what can go first: whether a record is late must not depend on
-            // how upstream happened to group its messages.
-            release(limit());
+            // Whether a record is late must not depend on how upstream grouped its messages.
+            grant();
             on_batch(std::move(message), info, time, index);
             return; // replaced by its records
         case Role::other:
@@ -468,7 +482,7 @@ void ExpandIterator::wait(MessageRef message, std::int64_t time)
 {
     if (m_horizons.empty() && m_pending.empty() && m_runs.empty()) {
         // Nothing holds the queue (no process in fast mode): straight out.
-        m_released = std::max(m_released, time);
+        m_granted = std::max(m_granted, time);
         emit(message.release());
         return;
     }
@@ -681,7 +695,7 @@ void ExpandIterator::on_batch(MessageRef message, const EventInfo& info, std::in
     auto run = std::make_unique<Run>();
     const std::string fault = decode_records(header, m_bytes.data(), m_bytes.size(), run->records);
     const Clock& clock = *target.clock;
-    const std::uint64_t released_value = clock.value_of_time(m_released);
+    const std::uint64_t released_value = clock.value_of_time(m_granted);
 
     // Records the tracer lost: a gap in the thread's sequence. A smaller first
     // than expected is a new thread with a reused tid (or a forked child): its
@@ -698,7 +712,7 @@ void ExpandIterator::on_batch(MessageRef message, const EventInfo& info, std::in
         if (MessageRef gap = discarded(stream, target, lost, begin, end, "lost")) {
             auto single = std::make_unique<Run>();
             single->single = std::move(gap);
-            single->single_time = std::max(clock.time_of(begin), m_released);
+            single->single_time = std::max(clock.time_of(begin), m_granted);
             single->stream = stream;
             wait_run(std::move(single));
         }
@@ -725,7 +739,7 @@ void ExpandIterator::on_batch(MessageRef message, const EventInfo& info, std::in
                                            clock.value_of_ns(header.end_ns), "malformed")) {
             auto single = std::make_unique<Run>();
             single->single = std::move(skipped);
-            single->single_time = std::max(clock.time_of(begin), m_released);
+            single->single_time = std::max(clock.time_of(begin), m_granted);
             single->stream = stream;
             wait_run(std::move(single));
         }
@@ -740,7 +754,7 @@ void ExpandIterator::on_batch(MessageRef message, const EventInfo& info, std::in
     // reported at the batch's place instead. Times only grow within a batch, so
     // they are its first ones.
     const auto late = std::find_if(run->records.begin(), run->records.end(),
-                                   [&](const Record& record) { return record.time >= m_released; });
+                                   [&](const Record& record) { return record.time >= m_granted; });
     if (late != run->records.begin()) {
         const auto late_count = static_cast<std::uint64_t>(late - run->records.begin());
         m_late_records += late_count;
@@ -798,11 +812,19 @@ std::int64_t ExpandIterator::limit()
     return result;
 }
 
-void ExpandIterator::release(std::int64_t limit)
+void ExpandIterator::grant()
 {
-    for (;;) {
-        const bool is_pending = !m_pending.empty() && m_pending.front().time <= limit;
-        const bool is_run = !m_runs.empty() && m_runs.front()->time() <= limit;
+    if (!m_is_upstream_ended)
+        m_limit = limit();
+    m_granted = std::max(m_granted, std::min(m_limit, m_latest));
+}
+
+void ExpandIterator::release(std::uint64_t budget)
+{
+    const std::size_t stop = m_output.size() + budget;
+    while (m_output.size() < stop) {
+        const bool is_pending = !m_pending.empty() && m_pending.front().time <= m_limit;
+        const bool is_run = !m_runs.empty() && m_runs.front()->time() <= m_limit;
         if (!is_pending && !is_run)
             return;
         if (is_pending && (!is_run || m_pending.front().time < m_runs.front()->time() ||
@@ -810,13 +832,11 @@ void ExpandIterator::release(std::int64_t limit)
                             m_pending.front().arrival < m_runs.front()->arrival))) {
             const Pending pending = m_pending.front();
             m_pending.pop_front();
-            m_released = std::max(m_released, pending.time);
             emit(pending.message);
             continue;
         }
         std::pop_heap(m_runs.begin(), m_runs.end(), is_later);
         Run& run = *m_runs.back();
-        m_released = std::max(m_released, run.time());
         if (run.single) {
             if (const StreamState* state = find_state(run.stream); state && state->is_active) {
                 emit(run.single.release());
