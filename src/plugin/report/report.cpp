@@ -1,6 +1,7 @@
 // sink.pyust.report (see report.hpp): parameters, consumption and the bridges.
 #include "report.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -8,9 +9,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <unistd.h>
 
@@ -42,6 +43,32 @@ Format parse_format(const std::string& text)
             return entry.format;
     throw Error("bad parameter value: name=format, value=" + text +
                 ", expected=profile|tree|folded|lines|chrome|svg|top");
+}
+
+// text without the "name-addr=0x..., " pairs of babeltrace2's error messages: object addresses
+// mean nothing to the reader of a report. Throws std::bad_alloc.
+std::string without_addresses(const std::string& text)
+{
+    static constexpr std::string_view marker = "-addr=0x";
+    std::string out;
+    std::size_t from = 0;
+    for (std::size_t at; (at = text.find(marker, from)) != std::string::npos;) {
+        std::size_t begin = at;
+        while (begin > from && (std::isalnum(static_cast<unsigned char>(text[begin - 1])) ||
+                                text[begin - 1] == '-' || text[begin - 1] == '_'))
+            --begin;
+        std::size_t end = at + marker.size();
+        while (end < text.size() && std::isxdigit(static_cast<unsigned char>(text[end])))
+            ++end;
+        if (text.compare(end, 2, ", ") == 0)
+            end += 2;
+        out.append(text, from, begin - from);
+        from = end;
+    }
+    out.append(text, from, std::string::npos);
+    while (!out.empty() && (out.back() == ' ' || out.back() == ','))
+        out.pop_back();
+    return out;
 }
 
 class ReportSink {
@@ -405,12 +432,7 @@ void ReportSink::keep_damage()
             reason += byte < 0x20 || byte == 0x7f ? ' ' : *c;
         }
     }
-    // Object addresses mean nothing to the reader of a report.
-    static const std::regex address("[A-Za-z0-9_-]+-addr=0x[0-9a-fA-F]+(, )?");
-    reason = std::regex_replace(reason, address, "");
-    while (!reason.empty() && (reason.back() == ' ' || reason.back() == ','))
-        reason.pop_back();
-    m_damage = std::move(reason);
+    m_damage = without_addresses(reason);
 }
 
 void ReportSink::write_damage(std::ostream& out) const
