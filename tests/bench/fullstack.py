@@ -299,6 +299,8 @@ class Runner(overhead.Runner):
 
 # --- the summary ----------------------------------------------------------------
 
+# Each time of a run: its summary's column prefix and the run's key.
+TIME_KEYS = (("in", "seconds"), ("cpu", "cpu_seconds"), ("e2e", "wall_seconds"))
 EVENT_KEYS = ("emitted", "events_python", "events_cyg_profile", "events_native_other",
               "events_kernel", "events_foreign", "discarded", "trace_bytes_ust",
               "trace_bytes_kernel")
@@ -320,7 +322,7 @@ def summarise(results: list, modes: list) -> dict:
         row: dict = {"runs": len(runs),
                      "runs_with_foreign_sessions": sum(bool(r.get("foreign_sessions"))
                                                        for r in runs)}
-        for key, column in (("seconds", "in"), ("cpu_seconds", "cpu"), ("wall_seconds", "e2e")):
+        for column, key in TIME_KEYS:
             values = [r[key] for r in runs]
             row[f"{column}_median_s"] = statistics.median(values)
             row[f"{column}_min_s"] = min(values)
@@ -387,6 +389,11 @@ def per_event_costs(rows: dict) -> dict:
     return costs
 
 
+# The three times of a run, as the table shows them.
+TIME_COLUMNS = (("in", "in-process (perf_counter)"), ("cpu", "in-process cpu (thread_time)"),
+                ("e2e", "end to end (wall)"))
+
+
 def _x(value) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
@@ -397,19 +404,17 @@ def _n(value) -> str:
 
 def print_table(summary: dict, stream=sys.stdout) -> None:
     rows = summary["modes"]
-    print(f"\n{'mode':27} {'in-process s':>12} {'(min-max)':>13} {'x untr.':>7} "
-          f"{'x run':>6} {'paired':>6} {'cpu x run':>9} | {'end-to-end s':>12} "
-          f"{'(min-max)':>13} {'x untr.':>7} {'x run':>6} {'paired':>6}", file=stream)
-    for mode, row in rows.items():
-        flag = row["runs_with_foreign_sessions"]
-        flag = f"  ({flag} runs overlapped other python:* sessions)" if flag else ""
-        print(f"{LABELS[mode]:27} {row['in_median_s']:12.3f} "
-              f"{row['in_min_s']:6.3f}-{row['in_max_s']:<6.3f} "
-              f"{_x(row.get('in_vs_untraced')):>7} {_x(row.get('in_vs_run')):>6} "
-              f"{_x(row.get('in_vs_run_paired')):>6} {_x(row.get('cpu_vs_run')):>9} | "
-              f"{row['e2e_median_s']:12.3f} {row['e2e_min_s']:6.3f}-{row['e2e_max_s']:<6.3f} "
-              f"{_x(row.get('e2e_vs_untraced')):>7} {_x(row.get('e2e_vs_run')):>6} "
-              f"{_x(row.get('e2e_vs_run_paired')):>6}{flag}", file=stream)
+    for column, title in TIME_COLUMNS:
+        print(f"\n{title:27} {'median s':>9} {'min-max':>13} {'x untraced':>10} {'x run':>6} "
+              f"{'paired':>6}", file=stream)
+        for mode, row in rows.items():
+            flag = row["runs_with_foreign_sessions"] if column == "in" else 0
+            flag = f"  ({flag} runs overlapped other python:* sessions)" if flag else ""
+            print(f"{LABELS[mode]:27} {row[f'{column}_median_s']:9.3f} "
+                  f"{row[f'{column}_min_s']:6.3f}-{row[f'{column}_max_s']:<6.3f} "
+                  f"{_x(row.get(f'{column}_vs_untraced')):>10} "
+                  f"{_x(row.get(f'{column}_vs_run')):>6} "
+                  f"{_x(row.get(f'{column}_vs_run_paired')):>6}{flag}", file=stream)
     print(f"\n{'mode (medians)':27} {'python':>10} {'cyg-profile':>11} {'dl/statedump':>12} "
           f"{'kernel':>9} {'foreign':>9} {'discarded':>9} {'ust MB':>7} {'kernel MB':>9}",
           file=stream)
@@ -439,13 +444,13 @@ def print_table(summary: dict, stream=sys.stdout) -> None:
               f"instrumented call (cpu {cost['cpu_ns_per_call']:.1f} ns), "
               f"{_n(cost['calls'])} calls", file=stream)
     print("""
-in-process s: time.perf_counter around the workload's loop, in the traced
-  process (median of the rounds; min-max in brackets). cpu: its thread_time.
-end-to-end s: the parent's wall clock around the whole command (pyust run
+in-process: time.perf_counter around the workload's loop, in the traced
+  process (median and min-max of the rounds); cpu: its thread_time.
+end to end: the parent's wall clock around the whole command (pyust run
   --no-count: session set-up, perf start, the program, stop, destroy, perf
   data convert; for untraced the interpreter alone).
-x untr., x run: median / the untraced (run) median. paired: median over
-  rounds of the ratio to run within the same round.
+x untraced, x run: median / the untraced (run) median. paired: median over
+  the rounds of the ratio to run within the same round.
 events: the workload's own (vpid), counted in the trace by babeltrace2;
   foreign: other processes' events that the session recorded too.""", file=stream)
 
