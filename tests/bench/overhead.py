@@ -932,16 +932,11 @@ def main(argv: list) -> int:
         print("note: on Python 3.12+ the empty-hook mode measures the legacy PyEval_SetProfile "
               "API (emulated over sys.monitoring), which pyust does not use: no floor of "
               "pyust's cost there")
-    print(f"{options.rounds} rounds, scale {options.scale}, modes {', '.join(options.modes)}; "
-          f"session: {options.events}, contexts {','.join(options.contexts) or 'none'}, "
-          f"channel {options.subbuf_size} x {options.num_subbuf} per CPU")
-    load = os.getloadavg()[0]
-    if load > 0.5 * (os.cpu_count() or 1):
-        print(f"warning: the machine is busy (load {load:.1f} on {os.cpu_count()} cores): wall "
-              "times are inflated and noisy; the cpu columns suffer less", file=sys.stderr)
     runner = Runner(options)
     results: list = []
     skipped: dict = {}
+    found_peers: dict = {}
+    load = os.getloadavg()[0]
     started = time.time()
     try:
         if "empty-hook" in options.modes:
@@ -951,7 +946,8 @@ def main(argv: list) -> int:
                 options.modes.remove("empty-hook")
                 skipped["empty-hook"] = why
         wanted_peers = [m for m in options.modes if m in peers.PEERS]
-        found_peers = peers.probe(options.python, runner.env, wanted_peers) if wanted_peers else {}
+        if wanted_peers:
+            found_peers = peers.probe(options.python, runner.env, wanted_peers)
         for mode in wanted_peers:
             if "error" in found_peers.get(mode, {"error": "?"}):
                 skipped[mode] = peers.skip_reason(mode, options.python, found_peers.get(mode, {}))
@@ -965,6 +961,15 @@ def main(argv: list) -> int:
             if mode in options.modes and left_out:
                 print(f"note: {mode} runs on {', '.join(workloads_)} only, not "
                       f"{', '.join(left_out)} (see OVERHEAD.md)")
+        print(f"{options.rounds} rounds, scale {options.scale}, modes {', '.join(options.modes)}; "
+              f"session: {options.events}, contexts {','.join(options.contexts) or 'none'}, "
+              f"channel {options.subbuf_size} x {options.num_subbuf} per CPU")
+        if not options.modes:
+            raise BenchError("no mode is left to run")
+        if load > 0.5 * (os.cpu_count() or 1):
+            print(f"warning: the machine is busy (load {load:.1f} on {os.cpu_count()} cores): "
+                  "wall times are inflated and noisy; the cpu columns suffer less",
+                  file=sys.stderr)
         for round_index in range(options.rounds):
             shift = round_index % len(options.modes)
             order = options.modes[shift:] + options.modes[:shift]
@@ -999,7 +1004,7 @@ def main(argv: list) -> int:
     line_events = w2_line_events(summary, options.scale)
     if line_events:
         print(f"\nW2 line events: {line_events['expected']:,} expected (4 per iteration), "
-              + ", ".join(f"{labels[m]} emitted {n:,}"
+              + ", ".join(f"{labels[m]} emitted {round(n):,}"
                           for m, n in line_events["emitted"].items()))
     verdicts = targets.judge(summary, version)
     if any(t["value"] is not None for t in verdicts):
