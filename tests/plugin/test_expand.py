@@ -168,7 +168,7 @@ def test_ctf_fs_writes_a_plain_trace(tmp_path, standard, case, params):
 
 @pytest.mark.parametrize("param, message", [
     ("max-delay=-1", "bad parameter value: name=max-delay, value=-1"),
-    ("report-discarded=3", "bad parameter type: name=report-discarded, expected=boolean"),
+    ("report-discarded=3", "bad parameter type: name=report-discarded, expected=yes|no"),
     ("depth=1", "unknown parameter: name=depth"),
 ])
 def test_bad_parameter(param, message):

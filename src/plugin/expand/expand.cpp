@@ -47,17 +47,6 @@ struct Settings {
     bool report_discarded = true;
 };
 
-// The boolean parameter name, if given. Throws Error when it is not a boolean.
-std::optional<bool> bool_param(const bt_value* params, const char* name)
-{
-    const bt_value* value = params ? bt_value_map_borrow_entry_value_const(params, name) : nullptr;
-    if (!value)
-        return std::nullopt;
-    if (!bt_value_is_bool(value))
-        throw Error(std::string("bad parameter type: name=") + name + ", expected=boolean");
-    return bt_value_bool_get(value);
-}
-
 // What the filter reads of an upstream event class.
 enum class Role : std::uint8_t { other, code, batch, horizon };
 
