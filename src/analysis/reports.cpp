@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -203,34 +204,69 @@ void write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
 
 void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration)
 {
-    std::map<std::string, Timestamp> folded;
+    // The threads' trees are merged into one tree of labels (a node per distinct path, its
+    // children by label), then written depth first with one growing path: memory grows with the
+    // number of distinct paths, never with their total length (a recursion 100,000 deep has
+    // 100,000 paths, whose texts would add up to gigabytes).
+    struct Merged {
+        Timestamp value = 0;
+        std::map<std::string_view, std::uint32_t> children;
+    };
+    std::vector<Merged> merged(1);
+    std::set<std::string, std::less<>> labels;
     for (const Thread* thread : model.threads()) {
         const auto& nodes = thread->nodes();
-        // (node, path of its parent)
-        std::vector<std::pair<std::uint32_t, std::string>> todo;
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> todo; // (node, merged parent)
         for (const std::uint32_t child : nodes[0].children)
-            todo.emplace_back(child, std::string());
+            todo.emplace_back(child, 0);
         while (!todo.empty()) {
-            auto [index, parent_path] = std::move(todo.back());
+            const auto [index, parent] = todo.back();
             todo.pop_back();
             const ContextNode& node = nodes[index];
             if (node.calls == 0 || node.total_ns < min_duration)
                 continue;
-            std::string path = parent_path.empty() ? model.label(node.id)
-                                                   : parent_path + ';' + model.label(node.id);
+            const std::string_view label = *labels.insert(model.label(node.id)).first;
+            auto [at, is_new] = merged[parent].children.try_emplace(
+                label, static_cast<std::uint32_t>(merged.size()));
+            const std::uint32_t target = at->second;
+            if (is_new)
+                merged.emplace_back();
             Timestamp value = node.self_ns;
             for (const std::uint32_t child : node.children) {
                 if (nodes[child].calls != 0 && nodes[child].total_ns < min_duration)
                     value += nodes[child].total_ns;
                 else
-                    todo.emplace_back(child, path);
+                    todo.emplace_back(child, target);
             }
-            if (value > 0)
-                folded[path] += value;
+            merged[target].value += value;
         }
     }
-    for (const auto& [path, value] : folded)
-        out << path << ' ' << value << '\n';
+    // Depth first, each node's line before its children's, siblings in label order.
+    struct Pending {
+        std::uint32_t node;
+        std::string_view label;
+        std::size_t parent_length; // of the path
+        bool is_top;
+    };
+    std::string path;
+    std::vector<Pending> todo;
+    const auto push_children = [&](std::uint32_t index) {
+        const auto& children = merged[index].children;
+        for (auto child = children.rbegin(); child != children.rend(); ++child)
+            todo.push_back(Pending{child->second, child->first, path.size(), index == 0});
+    };
+    push_children(0);
+    while (!todo.empty()) {
+        const Pending next = todo.back();
+        todo.pop_back();
+        path.resize(next.parent_length);
+        if (!next.is_top)
+            path += ';';
+        path += next.label;
+        if (merged[next.node].value > 0)
+            out << path << ' ' << merged[next.node].value << '\n';
+        push_children(next.node);
+    }
 }
 
 void write_lines(const StackModel& model, std::ostream& out)
