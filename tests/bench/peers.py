@@ -10,8 +10,9 @@ python3-line-profiler) serve /usr/bin/python3 only: a pyenv interpreter
   yappi           yappi.start() / yappi.stop() on yappi's wall clock, as
                   cProfile, line_profiler and viztracer time (and pyust
                   stamps) events; its default CPU clock reads the thread's
-                  CPU time per event, a system call in a VM (W1 about 40x
-                  untraced here, not what a fair comparison measures);
+                  CPU time per event, a system call each time (the vDSO does
+                  not serve CPU-time clocks): W1 about 40x untraced here,
+                  which measures the clock rather than the profiler;
                   otherwise its defaults (builtins not profiled, every thread)
   line-profiler   a LineProfiler with every function and method of the
                   workload modules registered (workloads.py and
@@ -22,7 +23,8 @@ python3-line-profiler) serve /usr/bin/python3 only: a pyenv interpreter
                   into its ring buffer, without saving the result (the save
                   is a separate, larger cost)
 
-The child only calls hooks(); the parent calls unavailable() once.
+The child calls hooks(); the parent calls probe() once, and skip_reason()
+for each peer the probe could not import.
 """
 
 from __future__ import annotations
