@@ -21,6 +21,8 @@ import sys
 import threading
 from typing import Iterator
 
+from . import _greenlet
+
 __all__ = [
     "TracerError",
     "start",
@@ -48,6 +50,11 @@ def _load():
     global _hook
     with _lock:
         if _hook is None:
+            if _in_subinterpreter():
+                raise TracerError(
+                    "Cannot trace in a sub-interpreter: pyust's native hook holds "
+                    "per-process state and traces the main interpreter only; start pyust "
+                    "there (code run in sub-interpreters is not traced)")
             try:
                 from . import _native as native
             except ImportError as error:
@@ -66,6 +73,22 @@ def _load():
     return _hook
 
 
+def _in_subinterpreter() -> bool:
+    """True in an interpreter other than the process's main one."""
+    import importlib
+
+    for name in ("_interpreters", "_xxsubinterpreters"):  # 3.13+, 3.9 to 3.12
+        try:
+            interpreters = importlib.import_module(name)
+            current, main = interpreters.get_current(), interpreters.get_main()
+        except Exception:
+            continue
+        # 3.13 answers (id, whence) pairs, earlier versions ids.
+        return (current[0] if isinstance(current, tuple) else current) != (
+            main[0] if isinstance(main, tuple) else main)
+    return False
+
+
 def _thread_bootstrap(frame, event, arg):
     """threading.setprofile() hook: moves each new thread onto the C hook."""
     native = _hook
@@ -74,6 +97,7 @@ def _thread_bootstrap(frame, event, arg):
             native.attach_current_thread(threading.current_thread().name)
         except Exception:  # never let the tracer break the thread it traces
             sys.setprofile(None)
+        _greenlet.enter_thread()
 
 
 def _prefixes(value) -> list:
@@ -135,6 +159,7 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
         raise
     for tid, name in names:
         native.name_thread(tid, name)
+    _greenlet.install(native)
     if fast:
         _flush_before_os_exit()
 
@@ -162,6 +187,7 @@ def stop() -> None:
     if _hook is None:
         return
     _hook.stop()
+    _greenlet.uninstall()
     if _hook.backend() == "setprofile":
         threading.setprofile(None)
 

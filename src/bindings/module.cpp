@@ -62,6 +62,19 @@ PYBIND11_MODULE(_native, m)
           "Events the hook has handed to LTTng since the process started.");
     m.def("flush", &hook::flush, py::arg("final") = false,
           "Fast mode: write every thread's pending records now (before os._exit).");
+    m.def(
+        "switch_stacks",
+        [](py::handle origin, py::handle target) {
+            const auto frame = [](py::handle object) {
+                return object.is_none() || !PyFrame_Check(object.ptr())
+                           ? nullptr
+                           : reinterpret_cast<PyFrameObject*>(object.ptr());
+            };
+            hook::switch_stacks(frame(origin), frame(target));
+        },
+        py::arg("origin"), py::arg("target"),
+        "A greenlet switch: the frames of origin's stack stop, those of target's run again "
+        "(each the top frame of its stack, or None).");
     m.def("after_fork_child", &hook::after_fork_child,
           "Announce the child's stack after os.fork() (an os.register_at_fork hook).");
 }

@@ -353,6 +353,22 @@ void close_stack(PyFrameObject* frame) noexcept
     }
 }
 
+void switch_stacks(PyFrameObject* origin, PyFrameObject* target) noexcept
+{
+    if (!g.is_active || !g.is_hooked)
+        return;
+    if (origin != nullptr) {
+        if (g.options.c_calls && is_traced(info_for_frame(origin)))
+            g.emitter->c_return(false);
+        close_stack(origin);
+    }
+    if (target != nullptr) {
+        open_stack(target);
+        if (g.options.c_calls && is_traced(info_for_frame(target)))
+            g.emitter->c_call("switch", "greenlet.greenlet");
+    }
+}
+
 void hide_stack(PyFrameObject* frame) noexcept
 {
     try {
