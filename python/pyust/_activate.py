@@ -36,6 +36,8 @@ def activate(variable: str) -> None:
         return
     import pyust
 
+    if pyust._in_subinterpreter():
+        return  # the main interpreter traces; pyust cannot in a sub-interpreter
     try:
         pyust.start(_hide_caller_stack=True, **options)
     except pyust.TracerError as error:
