@@ -278,7 +278,8 @@ class Runner(overhead.Runner):
                 result = json.loads(line[len("PYUST-BENCH "):])
         if result is None:
             raise BenchError(f"the {mode} run printed no result:\n{done.stdout[-500:]}")
-        result.update(mode=mode, workload="fullstack", wall_seconds=wall, stderr=done.stderr)
+        result.update(mode=mode, workload="fullstack", wall_seconds=wall,
+                      outside_seconds=wall - result["seconds"], stderr=done.stderr)
         return result
 
     def _describe_trace(self, result: dict, output: str) -> None:
@@ -300,7 +301,8 @@ class Runner(overhead.Runner):
 # --- the summary ----------------------------------------------------------------
 
 # Each time of a run: its summary's column prefix and the run's key.
-TIME_KEYS = (("in", "seconds"), ("cpu", "cpu_seconds"), ("e2e", "wall_seconds"))
+TIME_KEYS = (("in", "seconds"), ("cpu", "cpu_seconds"), ("e2e", "wall_seconds"),
+             ("out", "outside_seconds"))
 EVENT_KEYS = ("emitted", "events_python", "events_cyg_profile", "events_native_other",
               "events_kernel", "events_foreign", "discarded", "trace_bytes_ust",
               "trace_bytes_kernel")
@@ -339,8 +341,7 @@ def summarise(results: list, modes: list) -> dict:
         if base is None:
             continue
         for mode, row in rows.items():
-            for column, key in (("in", "seconds"), ("cpu", "cpu_seconds"),
-                                ("e2e", "wall_seconds")):
+            for column, key in TIME_KEYS:
                 row[f"{column}_vs_{reference}"] = (row[f"{column}_median_s"] /
                                                    base[f"{column}_median_s"])
                 row[f"{column}_vs_{reference}_paired"] = overhead._paired(
@@ -391,7 +392,7 @@ def per_event_costs(rows: dict) -> dict:
 
 # The three times of a run, as the table shows them.
 TIME_COLUMNS = (("in", "in-process (perf_counter)"), ("cpu", "in-process cpu (thread_time)"),
-                ("e2e", "end to end (wall)"))
+                ("e2e", "end to end (wall)"), ("out", "outside the loop"))
 
 
 def _x(value) -> str:
@@ -448,7 +449,8 @@ in-process: time.perf_counter around the workload's loop, in the traced
   process (median and min-max of the rounds); cpu: its thread_time.
 end to end: the parent's wall clock around the whole command (pyust run
   --no-count: session set-up, perf start, the program, stop, destroy, perf
-  data convert; for untraced the interpreter alone).
+  data convert; for untraced the interpreter alone). outside the loop: end
+  to end minus in-process, per run: what pyust run adds around the program.
 x untraced, x run: median / the untraced (run) median. paired: median over
   the rounds of the ratio to run within the same round.
 events: the workload's own (vpid), counted in the trace by babeltrace2;
