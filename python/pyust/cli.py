@@ -298,10 +298,11 @@ def _run_main(argv: list) -> int:
         summary += f": {recorded} events recorded"
     elif not args.no_count:
         summary += ": events not counted (babeltrace2 missing or failed)"
-    summary += f", {discarded} {'batches' if args.fast else 'events'} discarded by LTTng"
+    summary += f", {discarded} discarded by LTTng"
     print(summary, file=sys.stderr)
     if discarded:
-        print("pyust: events were lost because the buffers filled up: use larger buffers "
+        what = "batches of records (fast mode)" if args.fast else "events"
+        print(f"pyust: {what} were lost because the buffers filled up: use larger buffers "
               "(--subbuf-size, --num-subbuf) or --no-discard", file=sys.stderr)
     return _exit_like(status)
 

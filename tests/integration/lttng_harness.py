@@ -33,6 +33,21 @@ RUN_TIMEOUT = 120
 FAST = os.environ.get("PYUST_TEST_FAST") == "1"
 
 
+# A million events (half a million calls) from one thread, then the hook's
+# count of what it handed to LTTng on standard error: the loss-accounting
+# tests' program.
+MILLION_EVENTS = """\
+import sys
+import pyust
+def f():
+    pass
+for _ in range(500_000):
+    f()
+pyust.stop()  # nothing more from this process: the count is final
+print(pyust.emitted_events(), file=sys.stderr)
+"""
+
+
 def plugin_dir() -> str:
     """pyust's babeltrace2 plugin directory ("": babeltrace2's system one)."""
     if os.environ.get("PYUST_PLUGIN_DIR"):

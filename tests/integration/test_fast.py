@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from lttng_harness import PYTHON, RUN_TIMEOUT, Trace, child_env, read_trace
+from lttng_harness import MILLION_EVENTS, PYTHON, RUN_TIMEOUT, Trace, child_env, read_trace
 
 MIXED = """\
 import threading
@@ -226,3 +226,38 @@ def test_record_times_agree_with_lttngs_clock(session, make_program):
     assert min(margins) > 0, sorted(margins)[:10]
     print(f"clock check: {len(margins)} C calls, smallest margin {min(margins)} ns, "
           f"median {sorted(margins)[len(margins) // 2]} ns")
+
+
+def test_lost_batches_are_counted_in_records(make_program, tmp_path):
+    """Half a million calls into two 4 KiB sub-buffers in the fast mode: LTTng
+    discards most batches. Each thread numbers its records, so the gaps
+    between the batches that were recorded count the lost records exactly;
+    only a lost last batch has no later batch to reveal it."""
+    program = make_program(MILLION_EVENTS)
+    out = tmp_path / "trace"
+    result = subprocess.run([PYTHON, "-m", "pyust", "run", "--fast", "-o", str(out),
+                             "--subbuf-size", "4k", "--num-subbuf", "2", "--", program],
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT, env=child_env())
+    assert result.returncode == 0, result.stderr
+    emitted = int(result.stderr.splitlines()[0])
+    assert emitted > 1_000_000
+    raw = read_trace(out, tmp_path, expand=False)
+    batches = raw.of("python:batch")
+    recorded = sum(b["fields"]["count"] for b in batches)
+    gaps = 0
+    next_first = {}
+    for batch in batches:
+        fields = batch["fields"]
+        # The program's threads all start recording in this session: from 0.
+        expected = next_first.get(fields["tid"], 0)
+        assert fields["first"] >= expected
+        gaps += fields["first"] - expected
+        next_first[fields["tid"]] = fields["first"] + fields["count"]
+    assert raw.discarded > 0 and gaps > emitted // 2
+    unaccounted = emitted - recorded - gaps
+    assert 0 <= unaccounted <= 3584 // 2, (emitted, recorded, gaps)
+    # Expanded, the trace holds exactly the recorded records, and says how
+    # many were lost at each gap.
+    expanded = read_trace(out, tmp_path, expand=True)
+    assert len(expanded.of("python:call", "python:return")) == recorded
+    assert expanded.discarded >= gaps

@@ -102,7 +102,8 @@ def test_activation_variable_takes_filters(session, tmp_path):
     result = subprocess.run([PYTHON, str(program)], capture_output=True, text=True,
                             env=child_env(), cwd=tmp_path)
     assert result.stdout.splitlines() == [
-        "{'modules': ['mod'], 'exclude': ['mod.sub'], 'c_calls': False, 'lines': True}",
+        "{'modules': ['mod'], 'exclude': ['mod.sub'], 'c_calls': False, 'lines': True, "
+        "'fast': False}",
         "None"]
     assert "unknown option '--modules'" in result.stderr
 
