@@ -303,7 +303,7 @@ class Runner(overhead.Runner):
 # Each time of a run: its summary's column prefix and the run's key.
 TIME_KEYS = (("in", "seconds"), ("cpu", "cpu_seconds"), ("e2e", "wall_seconds"),
              ("out", "outside_seconds"))
-EVENT_KEYS = ("emitted", "events_python", "events_cyg_profile", "events_native_other",
+EVENT_KEYS = ("writes", "emitted", "events_python", "events_cyg_profile", "events_native_other",
               "events_kernel", "events_foreign", "discarded", "trace_bytes_ust",
               "trace_bytes_kernel")
 
@@ -372,6 +372,16 @@ def per_event_costs(rows: dict) -> dict:
     kernel_events = rows.get("kernel", {}).get("events_kernel_median")
     over("native", reference, native_events)
     over("kernel", reference, kernel_events)
+    writes = rows.get("kernel", {}).get("writes_median")
+    if "kernel" in costs and writes:
+        # Most kernel events are outside the loop (start-up, exit): per write(2)
+        # of the loop is what a system call costs the traced code.
+        kernel = rows["kernel"]
+        costs["kernel"]["writes"] = writes
+        costs["kernel"]["ns_per_write"] = (kernel["in_median_s"] -
+                                           reference["in_median_s"]) / writes * 1e9
+        costs["kernel"]["cpu_ns_per_write"] = (kernel["cpu_median_s"] -
+                                               reference["cpu_median_s"]) / writes * 1e9
     if "native-kernel" in rows and native_events and kernel_events:
         both = rows["native-kernel"]
         over("native-kernel", reference, (both.get("events_cyg_profile_median") or 0) +
@@ -439,6 +449,11 @@ def print_table(summary: dict, stream=sys.stdout) -> None:
             print(f"{LABELS[mode]} over run: {cost['ns_per_event']:.0f} ns per added event "
                   f"(cpu {cost['cpu_ns_per_event']:.0f} ns), {_n(cost['events'])} events",
                   file=stream)
+    if "ns_per_write" in costs.get("kernel", {}):
+        cost = costs["kernel"]
+        print(f"{LABELS['kernel']} over run: {cost['ns_per_write']:.0f} ns per write(2) of the "
+              f"loop (cpu {cost['cpu_ns_per_write']:.0f} ns), {_n(cost['writes'])} writes",
+              file=stream)
     if "instrumentation" in costs:
         cost = costs["instrumentation"]
         print(f"instrumentation without --native: {cost['ns_per_call']:.1f} ns per "
