@@ -335,6 +335,8 @@ void StackModel::on_c_call(Thread& thread, std::string_view name, std::string_vi
         if (!label.empty())
             label.push_back(':');
         label.append(printable(name));
+        if (label.empty())
+            label = "<C ?>"; // no owner, no name: an empty frame would break folded's lines
         m_c_labels.push_back(std::move(label));
     }
     push(thread, FrameId{it->second, true});
