@@ -65,7 +65,7 @@ for t in threads: t.join()
 """
 RUN_FLAGS = ("--subbuf-size", "16K", "--num-subbuf", "4", "--no-discard")
 
-_SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+_SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:")
 
 
 @dataclass
@@ -230,9 +230,13 @@ def _run(command: list, env: dict) -> Run:
 def sanitizer_env(plugin_path: str) -> dict:
     """LD_PRELOAD of gcc's libasan (the plugin is built with -Db_sanitize=address,undefined);
     UBSan reports stop the process."""
-    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-    return {"LD_PRELOAD": libasan,
+    libasan, libstdcxx = (subprocess.run(["gcc", f"-print-file-name={name}"],
+                                         capture_output=True, text=True,
+                                         check=True).stdout.strip()
+                          for name in ("libasan.so", "libstdc++.so"))
+    # libstdc++ too: babeltrace2 is C, and ASan must find the real __cxa_throw at start-up
+    # to intercept the exceptions of the plugin, loaded later.
+    return {"LD_PRELOAD": f"{libasan} {libstdcxx}",
             # Leaks are not looked for: the Python interpreter of pyust report runs under
             # the same preload and keeps its objects at exit.
             "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
