@@ -23,9 +23,33 @@ namespace {
 // True while pyust itself sets profile/trace functions (see audit_hook).
 bool s_is_installing = false;
 
+// The thread's last frame and its CodeInfo: the lines of a frame and its
+// return usually follow its call with no other event of the thread between,
+// and then skip the code-object lookup. A call or a return replaces the entry,
+// so a frame object freed and reused for other code (which starts with a
+// call) is never taken for the old one; the generation drops entries made
+// under another start().
+struct LastFrame {
+    PyFrameObject* frame = nullptr;
+    CodeInfo* info = nullptr;
+    std::uint32_t generation = 0;
+};
+
+thread_local LastFrame t_last __attribute__((tls_model("initial-exec")));
+
+inline CodeInfo* info_of(PyFrameObject* frame) noexcept
+{
+    if (t_last.frame == frame && t_last.generation == g.generation)
+        return t_last.info;
+    CodeInfo* info = info_for_frame(frame);
+    t_last = {frame, info, g.generation};
+    return info;
+}
+
 void on_call(PyFrameObject* frame) noexcept
 {
-    const CodeInfo* info = info_for_frame(frame);
+    t_last.frame = nullptr;
+    const CodeInfo* info = info_of(frame);
     if (is_traced(info)) {
         // Filtered-out calls pay only the verdict lookup.
         check_session();
@@ -35,7 +59,8 @@ void on_call(PyFrameObject* frame) noexcept
 
 void on_return(PyFrameObject* frame, bool is_unwind) noexcept
 {
-    const CodeInfo* info = info_for_frame(frame);
+    const CodeInfo* info = info_of(frame);
+    t_last.frame = nullptr; // the frame is done: its memory may be reused
     if (is_traced(info))
         g.emitter->ret(*info, is_unwind);
 }
@@ -44,7 +69,7 @@ void on_return(PyFrameObject* frame, bool is_unwind) noexcept
 // exec() of the target, say, is not).
 void on_c_call(PyFrameObject* frame, PyObject* callable) noexcept
 {
-    if (!is_traced(info_for_frame(frame)))
+    if (!is_traced(info_of(frame)))
         return;
     const char* name = "?";
     const char* owner = "?";
@@ -54,7 +79,7 @@ void on_c_call(PyFrameObject* frame, PyObject* callable) noexcept
 
 void on_c_return(PyFrameObject* frame, bool has_raised) noexcept
 {
-    if (is_traced(info_for_frame(frame)))
+    if (is_traced(info_of(frame)))
         g.emitter->c_return(has_raised);
 }
 
@@ -94,7 +119,7 @@ int trace_callback(PyObject*, PyFrameObject* frame, int what, PyObject* arg) noe
         on_return(frame, arg == nullptr);
         break;
     case PyTrace_LINE: {
-        const CodeInfo* info = info_for_frame(frame);
+        const CodeInfo* info = info_of(frame);
         if (is_traced(info))
             g.emitter->line(*info, static_cast<std::uint32_t>(PyFrame_GetLineNumber(frame)));
         break;

