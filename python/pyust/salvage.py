@@ -139,13 +139,16 @@ def first_damage(path: str, packets: Layout) -> Damage | None:
                 elif offset + packet_bytes > size:
                     reason = (f"is cut off by the end of the file ({size - offset} of its "
                               f"{packet_bytes} bytes)")
-                elif begin > end or (previous_begin is not None and begin < previous_begin):
+                # An end of 0: a packet never closed, such as the sub-buffer being
+                # written when the tracer crashed, as lttng-crash extracts it.
+                elif (end and begin > end) or (previous_begin is not None and
+                                               begin < previous_begin):
                     reason = "has timestamps out of order"
             if reason:
                 return Damage(path, offset, size, kept, reason, complete_until)
             stream_id = packet_stream
             previous_begin = begin
-            complete_until = end
+            complete_until = end or begin
             offset += packet_bytes
             kept += 1
     return None
