@@ -53,9 +53,10 @@ def test_same_status_and_output_as_untraced(session, make_program, name):
 
 
 @OLD_DAEMON_CRASH
-def test_daemon_threads_at_exit_repeatedly(session, make_program):
+@pytest.mark.parametrize("runs", [10, pytest.param(30, marks=pytest.mark.stress)])
+def test_daemon_threads_at_exit_repeatedly(session, make_program, runs):
     program = make_program(PROGRAMS["daemon_at_exit"])
-    for _ in range(10):
+    for _ in range(runs):
         result = run_hooked([program])
         assert result.returncode == 0, result.stderr
         assert result.stdout == "main done\n"
