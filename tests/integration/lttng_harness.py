@@ -253,3 +253,17 @@ def run_pyust(args: list, *, env=None, **kwargs):
         args = ["run", "--fast", *args[1:]]
     return subprocess.run([PYTHON, "-m", "pyust", *args], capture_output=True, text=True,
                           timeout=RUN_TIMEOUT, env=env or child_env(), **kwargs)
+
+
+def user_site_env(tmp_path: Path, **extra) -> tuple:
+    """An environment whose user site directory (under tmp_path) stands in for
+    the environment's site-packages, with pyust in it and no PYTHONPATH: where
+    `pyust enable` writes its .pth. Returns (env, site directory)."""
+    version = "%d.%d" % python_version(PYTHON)
+    base = tmp_path / "userbase"
+    site = base / "lib" / f"python{version}" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "pyust").symlink_to(os.path.join(PYUST_PATH, "pyust"))
+    env = child_env(PYTHONUSERBASE=str(base), **extra)
+    env.pop("PYTHONPATH")
+    return env, site

@@ -5,12 +5,11 @@ each child is traced exactly when it inherits the activation variable (with
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
 
-from lttng_harness import PYTHON, PYUST_PATH, assert_balanced, child_env, read_trace
+from lttng_harness import PYTHON, assert_balanced, child_env, read_trace, user_site_env
 
 PARENT = """\
 import subprocess, sys
@@ -41,14 +40,7 @@ def test_twenty_python_c_children(tmp_path, inherited):
     if inherited:
         # The user site directory stands in for the environment's site-packages
         # (as in test_cli.py): `pyust enable` writes the .pth there.
-        version = subprocess.run([PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                 capture_output=True, text=True).stdout.strip()
-        base = tmp_path / "userbase"
-        site = base / "lib" / f"python{version}" / "site-packages"
-        site.mkdir(parents=True)
-        (site / "pyust").symlink_to(os.path.join(PYUST_PATH, "pyust"))
-        env = child_env(PYTHONUSERBASE=str(base), CHILDREN_TRACE="1")
-        env.pop("PYTHONPATH")
+        env, _ = user_site_env(tmp_path, CHILDREN_TRACE="1")
         enabled = subprocess.run([PYTHON, "-m", "pyust", "enable", "CHILDREN_TRACE"],
                                  capture_output=True, text=True, env=env)
         assert enabled.returncode == 0, enabled.stderr

@@ -198,16 +198,9 @@ def test_enable_disable_pth(make_program, tmp_path, session):
     """`pyust enable VAR` traces every interpreter of the environment whose
     VAR is set; `disable` undoes it. The user site directory stands in for
     the environment's site-packages."""
-    version = subprocess.run([PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True).stdout.strip()
-    base = tmp_path / "userbase"
-    site = base / "lib" / f"python{version}" / "site-packages"
-    site.mkdir(parents=True)
-    from lttng_harness import PYUST_PATH
+    from lttng_harness import user_site_env
 
-    (site / "pyust").symlink_to(os.path.join(PYUST_PATH, "pyust"))
-    env = child_env(PYTHONUSERBASE=str(base))
-    env.pop("PYTHONPATH")
+    env, site = user_site_env(tmp_path)
     enabled = subprocess.run([PYTHON, "-m", "pyust", "enable", "MY_TRACE"], capture_output=True,
                              text=True, env=env)
     assert enabled.returncode == 0, enabled.stderr

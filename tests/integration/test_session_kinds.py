@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
 from lttng_harness import (PYTHON, RUN_TIMEOUT, Session, child_env, folded, lttng, read_trace,
                            run_pyust)

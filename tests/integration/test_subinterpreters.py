@@ -6,7 +6,6 @@ interpreter's trace is unaffected."""
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
