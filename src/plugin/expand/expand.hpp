@@ -5,24 +5,22 @@
 // standard-mode trace.
 //
 // - A batch's records (tracepoints/python_tp.h, decoded by records.hpp) become
-// event messages of
-//   the upstream event classes python:call/return/line of the batch's stream
-//   class, in the packet open on the batch's stream at their time (else on
-//   another stream of the same class that has one). The common context is the
-//   batch's, with vpid/vtid set to its pid/tid; a call's name is the qualname
-//   of the latest python:code event of its id ("?" when none).
+//   event messages of the upstream event classes python:call/return/line of
+//   the batch's stream class, in the packet open on the batch's stream at
+//   their time (else on another stream of the same class that has one). The
+//   common context is the batch's, with vpid/vtid set to its pid/tid; a call's
+//   name is the qualname of the latest python:code event of its id ("?" when
+//   none).
 // - python:batch and python:horizon events are dropped; every other message is
-// forwarded as is.
+//   forwarded as is.
 // - Order: records arrive late (a batch is written after them), so messages
-// wait in a queue
-//   ordered by (time, arrival) until every fast-mode process's latest
-//   python:horizon has passed them; a process whose horizon lags the input by
-//   more than `max-delay` ns stops holding the queue. Nothing waits when no
-//   process is in fast mode.
-// - Records the tracer lost (a gap in a thread's `first`), records of malformed
-// batches and
-//   records that came too late to be put in order become discarded-events
-//   messages (and a line on standard error).
+//   wait in a queue ordered by (time, arrival) until every fast-mode process's
+//   latest python:horizon has passed them; a process whose horizon lags the
+//   input by more than `max-delay` ns stops holding the queue. Nothing waits
+//   when no process is in fast mode.
+// - Records the tracer lost (a gap in a thread's `first`), records of
+//   malformed batches and records that came too late to be put in order
+//   become discarded-events messages (and a line on standard error).
 //
 // Each function below is the noexcept bridge of one C callback.
 #pragma once
