@@ -164,7 +164,7 @@ def _run_parser() -> argparse.ArgumentParser:
                         help="flight recorder: keep only the latest events in the buffers "
                              "(--subbuf-size x --num-subbuf per CPU, overwriting the oldest) and "
                              "write them as a snapshot when the program ends (`lttng snapshot "
-                             "record NAME` takes more while it runs)")
+                             "record -s NAME` takes more while it runs)")
     parser.add_argument("--tracefile-size", metavar="SIZE",
                         help="rotate each stream file at SIZE (at least --subbuf-size)")
     parser.add_argument("--tracefile-count", type=int, metavar="N",
