@@ -108,6 +108,9 @@ CASES = {
     "stale": {"horizons": [(500, 0)]},
     # The stream class declares python:batch but not python:call.
     "no_call": {"no_call": True},
+    # The process's first horizon is after its first batches (a snapshot or a flight recorder
+    # overwrote the earlier ones): only the look-ahead keeps those batches in order.
+    "late_horizon": {"horizons": [(7800, 0), (15000, 0), (16000, 1)]},
 }
 
 

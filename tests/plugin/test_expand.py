@@ -88,7 +88,8 @@ def test_standard_recording_with_packets_passes_unchanged(standard):
 
 
 def test_gap_in_first_is_reported_with_count_and_window(standard):
-    result = fast_case("gap", *EXPAND)
+    # No look-ahead: the horizons alone decide what is released (see the window below).
+    result = fast_case("gap", *EXPAND, "-p", "lookahead=0")
     assert result.returncode == 0, result.stderr
     # Thread 100's batch after records 0-4 starts at 7: 2 records lost, from the time already
     # released (the horizon at 7.8 us, later than the previous batch's end, 6.5 us) to the
@@ -118,7 +119,7 @@ def test_malformed_batch_is_reported_and_skipped(standard):
 
 
 def test_stale_horizon_never_gives_out_of_order_events():
-    result = fast_case("stale", *EXPAND, "-p", "max-delay=1000")
+    result = fast_case("stale", *EXPAND, "-p", "max-delay=1000", "-p", "lookahead=0")
     assert result.returncode == 0, result.stderr
     assert "lags the trace by more than max-delay (1000 ns)" in result.stderr
     assert times(result.stdout) == sorted(times(result.stdout))
@@ -136,6 +137,20 @@ def test_without_horizon_holding_back_everything_is_in_order(standard):
     result = fast_case("stale", *EXPAND)
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout == standard
+
+
+def test_lookahead_keeps_batches_before_the_first_horizon_in_order(standard):
+    """A snapshot may begin after a process's first horizon: its first batches then come
+    before any horizon of it, and only the look-ahead (200 ms by default, far more than
+    this history's 20 us) keeps their records in order."""
+    result = fast_case("late_horizon", *EXPAND)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == standard
+    without = fast_case("late_horizon", *EXPAND, "-p", "lookahead=0")
+    assert without.returncode == 0, without.stderr
+    late = re.search(r"(\d+) too late to put in order", without.stderr)
+    assert late and int(late.group(1)) > 0
+    assert times(without.stdout) == sorted(times(without.stdout))
 
 
 def test_missing_call_class_is_a_clear_error():

@@ -6,8 +6,8 @@ is compared with expect/CASE.FORMAT.expect. Real babeltrace2, every run under a
 timeout. Regenerate the expected files after an intended change with
 PYUST_UPDATE_GOLDEN=1, then review the diff.
 
-The plugin is looked up in $PYUST_PLUGIN_DIR, else in BUILD/src/plugin for the
-first of build-plugin/ and build/ that has it. Run with Debian's interpreter,
+The plugin is looked up in $PYUST_PLUGIN_DIR, else in build/src/plugin (what
+scripts/setup builds). Run with Debian's interpreter,
 which has bt2 and pytest:
 
     /usr/bin/python3 -m pytest tests/plugin
@@ -36,10 +36,9 @@ PLUGIN_FILE = "babeltrace-plugin-pyust.so"
 def plugin_dir():
     if os.environ.get("PYUST_PLUGIN_DIR"):
         return Path(os.environ["PYUST_PLUGIN_DIR"])
-    for build in ("build-plugin", "build"):
-        candidate = ROOT / build / "src" / "plugin"
-        if (candidate / PLUGIN_FILE).exists():
-            return candidate
+    candidate = ROOT / "build" / "src" / "plugin"
+    if (candidate / PLUGIN_FILE).exists():
+        return candidate
     pytest.fail("the plugin is not built: run scripts/setup (or meson setup build && ninja -C build)")
 
 

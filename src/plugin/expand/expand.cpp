@@ -42,6 +42,12 @@ __extension__ typedef unsigned __int128 Wide;
 
 struct Settings {
     std::int64_t max_delay = 5 * static_cast<std::int64_t>(ns_per_second);
+    // In a trace that declares python:batch, every message waits this long at
+    // least: a process whose first horizons are not in the trace (a snapshot,
+    // a flight recorder, rotated files) still gets its batches in order. The
+    // hook writes a thread's records within 20 ms (more only when the GIL is
+    // held that long), so 200 ms leaves room.
+    std::int64_t lookahead = 200 * static_cast<std::int64_t>(ns_per_second / 1000);
     // false: missing records go to standard error only (sink.ctf.fs of
     // babeltrace 2.0 refuses discarded-events messages inside a packet).
     bool report_discarded = true;
@@ -320,6 +326,9 @@ private:
     }
     void on_code(const bt_event* event, const EventInfo& info);
     void on_horizon(const bt_event* event, const EventInfo& info, std::int64_t time);
+    // Notes whether a stream class declares python:batch (then every message
+    // waits the look-ahead). Throws std::bad_alloc.
+    void check_class(const bt_stream_class* stream_class);
     void on_batch(MessageRef message, const EventInfo& info, std::int64_t time,
                   std::uint64_t index);
     // A discarded-events message of ours for count records on stream, or null
@@ -360,6 +369,8 @@ private:
 
     std::unordered_map<std::int64_t, std::int64_t> m_horizons; // fast process -> horizon
     bool m_has_horizon = false;
+    bool m_has_batch_class = false; // a stream class seen declares python:batch
+    std::unordered_map<const bt_stream_class*, bool> m_checked_classes;
     std::unordered_map<std::uint64_t, std::string> m_names; // code id -> qualname
     std::unordered_map<std::pair<std::int64_t, std::int64_t>, ThreadState, ThreadKeyHash> m_threads;
     std::unordered_map<const bt_event_class*, EventInfo> m_infos;
@@ -443,6 +454,9 @@ void ExpandIterator::arrive(MessageRef message)
 {
     const std::int64_t time = std::max(m_latest, time_of(message.get(), m_latest));
     m_latest = time;
+    if (bt_message_get_type(message.get()) == BT_MESSAGE_TYPE_STREAM_BEGINNING)
+        check_class(bt_stream_borrow_class_const(
+            bt_message_stream_beginning_borrow_stream_const(message.get())));
     if (bt_message_get_type(message.get()) == BT_MESSAGE_TYPE_EVENT) {
         const bt_event* event = bt_message_event_borrow_event_const(message.get());
         const EventInfo& info = info_of(bt_event_borrow_class_const(event));
@@ -467,9 +481,23 @@ void ExpandIterator::arrive(MessageRef message)
     wait(std::move(message), time);
 }
 
+void ExpandIterator::check_class(const bt_stream_class* stream_class)
+{
+    auto [it, is_new] = m_checked_classes.try_emplace(stream_class, false);
+    if (!is_new)
+        return;
+    const std::uint64_t count = bt_stream_class_get_event_class_count(stream_class);
+    for (std::uint64_t i = 0; i < count; ++i) {
+        const char* name = bt_event_class_get_name(
+            bt_stream_class_borrow_event_class_by_index_const(stream_class, i));
+        if (name != nullptr && std::string_view(name) == "python:batch")
+            it->second = m_has_batch_class = true;
+    }
+}
+
 void ExpandIterator::wait(MessageRef message, std::int64_t time)
 {
-    if (m_horizons.empty() && m_pending.empty() && m_runs.empty()) {
+    if (!m_has_batch_class && m_horizons.empty() && m_pending.empty() && m_runs.empty()) {
         // Nothing holds the queue (no process in fast mode): straight out.
         m_granted = std::max(m_granted, time);
         emit(message.release());
@@ -784,6 +812,8 @@ void ExpandIterator::wait_run(std::unique_ptr<Run> run)
 std::int64_t ExpandIterator::limit()
 {
     std::int64_t result = forever;
+    if (m_has_batch_class)
+        result = m_latest > never + m_settings.lookahead ? m_latest - m_settings.lookahead : never;
     for (const auto& [pid, horizon] : m_horizons) {
         if (m_latest - horizon > m_settings.max_delay) {
             if (!m_warned_stale)
@@ -991,12 +1021,16 @@ bt_component_class_initialize_method_status initialize(bt_self_component_filter*
         cause, "Cannot initialize filter.pyust.expand",
         BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR,
         BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR, [&] {
-            check_known_params(params, {"max-delay", "report-discarded"});
+            check_known_params(params, {"max-delay", "lookahead", "report-discarded"});
             auto settings = std::make_unique<Settings>();
             settings->max_delay = int_param(params, "max-delay").value_or(settings->max_delay);
             if (settings->max_delay < 0)
                 throw Error("bad parameter value: name=max-delay, value=" +
                             std::to_string(settings->max_delay) + ", expected=ns >= 0");
+            settings->lookahead = int_param(params, "lookahead").value_or(settings->lookahead);
+            if (settings->lookahead < 0)
+                throw Error("bad parameter value: name=lookahead, value=" +
+                            std::to_string(settings->lookahead) + ", expected=ns >= 0");
             settings->report_discarded =
                 bool_param(params, "report-discarded").value_or(settings->report_discarded);
             add_filter_ports(self);
