@@ -333,6 +333,21 @@ def _check_tsdl(path: str, text: bytes) -> None:
     if depth:
         raise ReportError(f"damaged trace (truncated?): the metadata of {path} ends inside a "
                           "declaration (unclosed '{')")
+    _check_clocks(path, text)
+
+
+_CLOCK_BLOCK = re.compile(rb"\bclock\s*\{([^{}]*)\}")
+_CLOCK_FREQUENCY = re.compile(rb"\bfreq\s*=\s*(0[xX][0-9a-fA-F]+|\d+)\s*;")
+
+
+def _check_clocks(path: str, text: bytes) -> None:
+    """babeltrace2 2.0.4 divides by a clock's frequency: one without a frequency (or 0),
+    as a damaged attribute name leaves it, kills it with SIGFPE."""
+    for block in _CLOCK_BLOCK.finditer(re.sub(rb"/\*.*?\*/", b" ", text, flags=re.S)):
+        frequency = _CLOCK_FREQUENCY.search(block.group(1))
+        if not frequency or int(frequency.group(1), 0) == 0:
+            raise ReportError(f"damaged trace: the metadata of {path} declares a clock without "
+                              "a frequency (babeltrace2 cannot read it)")
 
 
 def trace_start(metadata_dirs: list, timeout: float) -> int:

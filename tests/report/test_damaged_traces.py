@@ -47,7 +47,7 @@ def test_truncated_last_packet_is_salvaged(recorded, tmp_path, plugin_path, inde
     assert assert_case(recorded, case, tmp_path, plugin_path).verdict == "salvaged"
 
 
-@pytest.mark.parametrize("index", range(6))
+@pytest.mark.parametrize("index", range(7))
 def test_damaged_metadata(recorded, tmp_path, plugin_path, index):
     case = corpus.metadata_cases(recorded)[index]
     outcome = assert_case(recorded, case, tmp_path, plugin_path)
