@@ -11,6 +11,7 @@
 #            call, duplicate code registrations (an id named again, differently), lines,
 #            C calls, thread names, discarded-events messages on any stream at any time;
 #            names from a pool with control characters, `;`, newlines, non-ASCII and 1 MB
+#            (the 1 MB name `huge` times at most, default 4)
 #   threads  `threads` threads (default 10,000), each a few nested calls
 #   deep     one thread: `depth` nested calls (default 100,000), then their returns
 #   bench    `events` call/return events: `threads` threads, each calling down to `depth`
@@ -45,30 +46,41 @@ def name_pool(rng):
     ]
 
 
-def mix(rng, events, threads):
-    """(kind, values, tid, stream) steps of the mix scenario."""
-    names = name_pool(rng)
+def mix(rng, events, threads, huge):
+    """(kind, values, tid, stream) steps of the mix scenario: at most `huge` of the names are
+    the 1 MB one (each report repeats a name in every path it is on: a few suffice)."""
+    pool = name_pool(rng)
+    megabyte_names = [huge]
+
+    def name():
+        chosen = rng.choice(pool)
+        if len(chosen) == MEGABYTE:
+            if megabyte_names[0] == 0:
+                return "z" * 1000
+            megabyte_names[0] -= 1
+        return chosen
+
     ids = [PID << 32 | n for n in range(1, 40)] + [0, 2**64 - 1, 7 << 32 | 5]
     tids = [PID] + [rng.randrange(1, 2**31) for _ in range(max(threads, 1) - 1)]
     for _ in range(events):
         tid = rng.choice(tids)
         roll = rng.random()
         if roll < 0.10:
-            yield "code", {"id": rng.choice(ids), "module": rng.choice(names),
-                           "qualname": rng.choice(names), "file": rng.choice(names),
+            yield "code", {"id": rng.choice(ids), "module": name(),
+                           "qualname": name(), "file": name(),
                            "first_line": rng.randrange(2**32)}, PID
         elif roll < 0.45:
-            yield "call", {"id": rng.choice(ids), "name": rng.choice(names)}, tid
+            yield "call", {"id": rng.choice(ids), "name": name()}, tid
         elif roll < 0.80:
             yield "return", {"id": rng.choice(ids), "unwind": rng.randrange(2)}, tid
         elif roll < 0.85:
             yield "line", {"id": rng.choice(ids), "line": rng.randrange(2**32)}, tid
         elif roll < 0.90:
-            yield "c_call", {"name": rng.choice(names), "owner": rng.choice(names)}, tid
+            yield "c_call", {"name": name(), "owner": name()}, tid
         elif roll < 0.94:
             yield "c_return", {"exception": rng.randrange(2)}, tid
         elif roll < 0.97:
-            yield "thread", {"tid": tid, "name": rng.choice(names)}, PID
+            yield "thread", {"tid": tid, "name": name()}, PID
         else:
             yield "lost", {"count": rng.choice([0, 1, 2**40])}, tid
 
@@ -130,7 +142,7 @@ class FuzzIterator(bt2._UserMessageIterator):
         rng = random.Random(params["seed"])
         scenario = params["scenario"]
         if scenario == "mix":
-            steps = mix(rng, params["events"], params["threads"])
+            steps = mix(rng, params["events"], params["threads"], params["huge"])
         elif scenario == "threads":
             steps = many_threads(params["threads"])
         elif scenario == "deep":
@@ -187,6 +199,7 @@ class RandomSource(bt2._UserSourceComponent, name="random",
             "threads": number("threads", 10000 if scenario == "threads" else 8),
             "depth": number("depth", 100000 if scenario == "deep" else 10),
             "streams": number("streams", 4 if scenario == "mix" else 1),
+            "huge": number("huge", 4),
         }
         tc, sc, classes = build_trace_class(self)
         self._add_output_port("out", (settings, tc, sc, classes))
