@@ -39,7 +39,8 @@ std::string location(const StackModel& model, FrameId id)
     if (id.is_c)
         return "(C)";
     const CodeInfo* info = model.code(id.value);
-    if (!info)
+    // No python:code named it (or only its call event did: no file then).
+    if (!info || info->file.empty())
         return "(unregistered)";
     return info->file + ':' + std::to_string(info->first_line);
 }

@@ -306,11 +306,12 @@ void ReportSink::process(const bt_message* message)
             m_now = std::max(m_now, m_event.ts);
             if (m_before_ts == INT64_MIN)
                 m_before_ts = m_event.ts; // the first table covers the time since then
-            // A live reader attaches mid-session, after the python:code events of the code
-            // already running: name such code by its call event until a registration comes.
-            if (m_event.kind == PythonKind::call && !m_model.code(m_event.id))
-                m_model.on_code(m_event.id, "?", std::string(m_event.name), std::string(), 0);
         }
+        // A live reader attaches mid-session, after the python:code events of the code
+        // already running, and a flight recorder may have lost them: name such code by its
+        // call event (`?:qualname`) until a registration comes.
+        if (m_event.kind == PythonKind::call && !m_model.code(m_event.id) && !m_event.name.empty())
+            m_model.on_code(m_event.id, "?", std::string(m_event.name), std::string(), 0);
         if (m_event.kind == PythonKind::code) {
             // Names count for every process: a code id may run in a forked child.
             m_model.on_code(m_event.id, std::string(m_event.owner), std::string(m_event.name),
