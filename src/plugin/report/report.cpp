@@ -320,8 +320,13 @@ void ReportSink::process(const bt_message* message)
                 m_modules->on_code(m_event.id, m_event.owner);
             return;
         }
-        if ((m_pid && *m_pid != m_event.key.pid) || (m_tid && *m_tid != m_event.key.tid))
+        if ((m_pid && *m_pid != m_event.key.pid) || (m_tid && *m_tid != m_event.key.tid)) {
+            // LTTng records the switch back to a thread in the context of the task it replaces
+            // (another process, swapper): it still ends the selected thread's [off-cpu].
+            if (m_event.kind == PythonKind::sched_switch && m_event.next_tid > 0)
+                m_model.on_switch_in(m_event.next_tid, m_event.ts);
             return;
+        }
         if (m_modules && is_hidden(m_event))
             return;
         if (!m_has_origin && m_chrome) {
