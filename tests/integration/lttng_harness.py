@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -46,6 +47,13 @@ for _ in range(500_000):
 pyust.stop()  # nothing more from this process: the count is final
 print(pyust.emitted_events(), file=sys.stderr)
 """
+
+
+def default_sigint() -> None:
+    """A Popen preexec_fn: SIGINT's default disposition in the child, whatever the
+    test runner's (a shell's background job ignores SIGINT, and children inherit
+    that), as a terminal's foreground program has it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def plugin_dir() -> str:

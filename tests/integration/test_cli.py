@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from lttng_harness import (PYTHON, child_env, lttng, read_trace, run_plain, run_pyust,
-                      session_names, unique_name)
+from lttng_harness import (PYTHON, child_env, default_sigint, lttng, read_trace, run_plain,
+                           run_pyust, session_names, unique_name)
 
 SIMPLE = "def f():\n    return 1\nfor _ in range(10):\n    f()\nprint('done')\n"
 
@@ -87,7 +87,8 @@ def run_as_from_a_terminal(name: str, out, program: str, env=None):
     session destroyed, however the test ends."""
     child = subprocess.Popen([PYTHON, "-m", "pyust", "run", "--name", name, "-o", str(out),
                               "--", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env or child_env(), start_new_session=True)
+                             text=True, env=env or child_env(), start_new_session=True,
+                             preexec_fn=default_sigint)
     try:
         yield child
     finally:

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from lttng_harness import (FAST, MILLION_EVENTS, PYTHON, assert_balanced, child_env, read_trace,
-                           run_hooked, run_pyust)
+from lttng_harness import (FAST, MILLION_EVENTS, PYTHON, assert_balanced, child_env,
+                           default_sigint, read_trace, run_hooked, run_pyust)
 
 
 def test_fork_storm_with_a_busy_thread(session, make_program):
@@ -202,7 +202,7 @@ def test_signals_in_a_hot_loop_end_it_as_untraced(session, make_program, signals
 
     def run(command):
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, env=child_env())
+                                 text=True, env=child_env(), preexec_fn=default_sigint)
         try:
             assert child.stdout.readline() == "ready\n"
             for number, sig in enumerate(signals):
