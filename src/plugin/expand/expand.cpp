@@ -42,11 +42,11 @@ __extension__ typedef unsigned __int128 Wide;
 
 struct Settings {
     std::int64_t max_delay = 5 * static_cast<std::int64_t>(ns_per_second);
-    // In a trace that declares python:batch, every message waits this long at
-    // least: a process whose first horizons are not in the trace (a snapshot,
-    // a flight recorder, rotated files) still gets its batches in order. The
-    // hook writes a thread's records within 20 ms (more only when the GIL is
-    // held that long), so 200 ms leaves room.
+    // Once the trace has shown a batch or a horizon, every message waits this
+    // long at least: a process whose first horizons are not in the trace (a
+    // snapshot, a flight recorder, rotated files) still gets its later batches
+    // in order. The hook writes a thread's records within 20 ms (more only
+    // when the GIL is held that long), so 200 ms leaves room.
     std::int64_t lookahead = 200 * static_cast<std::int64_t>(ns_per_second / 1000);
     // false: missing records go to standard error only (sink.ctf.fs of
     // babeltrace 2.0 refuses discarded-events messages inside a packet).
@@ -326,9 +326,6 @@ private:
     }
     void on_code(const bt_event* event, const EventInfo& info);
     void on_horizon(const bt_event* event, const EventInfo& info, std::int64_t time);
-    // Notes whether a stream class declares python:batch (then every message
-    // waits the look-ahead). Throws std::bad_alloc.
-    void check_class(const bt_stream_class* stream_class);
     void on_batch(MessageRef message, const EventInfo& info, std::int64_t time,
                   std::uint64_t index);
     // A discarded-events message of ours for count records on stream, or null
@@ -369,8 +366,10 @@ private:
 
     std::unordered_map<std::int64_t, std::int64_t> m_horizons; // fast process -> horizon
     bool m_has_horizon = false;
-    bool m_has_batch_class = false; // a stream class seen declares python:batch
-    std::unordered_map<const bt_stream_class*, bool> m_checked_classes;
+    // A batch or a horizon came: the trace holds fast-mode records. (Not what
+    // the metadata declares: LTTng declares python:batch in every trace of
+    // pyust's provider, and a standard trace must not wait.)
+    bool m_has_batch_class = false;
     std::unordered_map<std::uint64_t, std::string> m_names; // code id -> qualname
     std::unordered_map<std::pair<std::int64_t, std::int64_t>, ThreadState, ThreadKeyHash> m_threads;
     std::unordered_map<const bt_event_class*, EventInfo> m_infos;
@@ -454,9 +453,6 @@ void ExpandIterator::arrive(MessageRef message)
 {
     const std::int64_t time = std::max(m_latest, time_of(message.get(), m_latest));
     m_latest = time;
-    if (bt_message_get_type(message.get()) == BT_MESSAGE_TYPE_STREAM_BEGINNING)
-        check_class(bt_stream_borrow_class_const(
-            bt_message_stream_beginning_borrow_stream_const(message.get())));
     if (bt_message_get_type(message.get()) == BT_MESSAGE_TYPE_EVENT) {
         const bt_event* event = bt_message_event_borrow_event_const(message.get());
         const EventInfo& info = info_of(bt_event_borrow_class_const(event));
@@ -466,10 +462,12 @@ void ExpandIterator::arrive(MessageRef message)
             on_code(event, info);
             break;
         case Role::horizon:
+            m_has_batch_class = true;
             on_horizon(event, info, time);
             grant(); // (dropped) what it vouches for can go
             return;
         case Role::batch:
+            m_has_batch_class = true;
             // Whether a record is late must not depend on how upstream grouped its messages.
             grant();
             on_batch(std::move(message), info, time, index);
@@ -479,20 +477,6 @@ void ExpandIterator::arrive(MessageRef message)
         }
     }
     wait(std::move(message), time);
-}
-
-void ExpandIterator::check_class(const bt_stream_class* stream_class)
-{
-    auto [it, is_new] = m_checked_classes.try_emplace(stream_class, false);
-    if (!is_new)
-        return;
-    const std::uint64_t count = bt_stream_class_get_event_class_count(stream_class);
-    for (std::uint64_t i = 0; i < count; ++i) {
-        const char* name = bt_event_class_get_name(
-            bt_stream_class_borrow_event_class_by_index_const(stream_class, i));
-        if (name != nullptr && std::string_view(name) == "python:batch")
-            it->second = m_has_batch_class = true;
-    }
 }
 
 void ExpandIterator::wait(MessageRef message, std::int64_t time)
