@@ -205,7 +205,6 @@ public:
     {
         return m_records.load(std::memory_order_relaxed);
     }
-    bool is_batched() const noexcept override { return true; }
 
     void begin() noexcept override
     {

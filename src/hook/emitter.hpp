@@ -40,7 +40,6 @@ public:
     virtual std::uint64_t emitted() const noexcept { return m_emitted; }
 
     // The fast mode's extras; no-ops in the standard mode.
-    virtual bool is_batched() const noexcept { return false; }
     // A session starts receiving events: drop what a session that ended left
     // unwritten, and emit the first python:horizon.
     virtual void begin() noexcept {}
