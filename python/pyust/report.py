@@ -422,8 +422,10 @@ def has_native_events(metadata: list) -> bool:
 
 
 def has_batches(metadata: list) -> bool:
-    """Whether the traces declare python:batch (the fast mode): the batches
-    need filter.pyust.expand in front of the sink."""
+    """Whether the traces declare python:batch: then filter.pyust.expand goes in
+    front of the sink. LTTng declares every event of the provider, so this holds
+    for any trace of a pyust with the fast mode, fast or not; the filter lets a
+    standard trace through without holding anything back."""
     return _declares(metadata, b'"python:batch"')
 
 
