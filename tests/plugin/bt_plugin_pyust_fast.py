@@ -111,6 +111,9 @@ CASES = {
     # The process's first horizon is after its first batches (a snapshot or a flight recorder
     # overwrote the earlier ones): only the look-ahead keeps those batches in order.
     "late_horizon": {"horizons": [(7800, 0), (15000, 0), (16000, 1)]},
+    # Thread 100 renames itself (prctl PR_SET_NAME) at 7500 ns: its events from then on carry
+    # the new procname, in the standard recording and in the batch it writes later (D).
+    "renamed": {"rename": (7500, PID, "renamed")},
 }
 
 
@@ -208,6 +211,7 @@ def steps_of(case, mode):
 class CaseIterator(bt2._UserMessageIterator):
     def __init__(self, config, port):
         case, mode, tc, sc, classes = port.user_data
+        rename = CASES[case].get("rename")
         trace = tc(environment={"hostname": "testhost", "domain": "ust"})
         streams = {cpu: trace.create_stream(sc, name="cpu%d" % cpu) for cpu in PACKETS}
         packets = {}
@@ -217,7 +221,8 @@ class CaseIterator(bt2._UserMessageIterator):
             msg = self._create_event_message(classes[name], packets[cpu], ns)
             msg.event.common_context_field["vpid"] = PID
             msg.event.common_context_field["vtid"] = vtid
-            msg.event.common_context_field["procname"] = "python3"
+            renamed = rename and vtid == rename[1] and ns >= rename[0]
+            msg.event.common_context_field["procname"] = rename[2] if renamed else "python3"
             for key, value in values.items():
                 msg.event.payload_field[key] = value
             self._msgs.append(msg)

@@ -61,6 +61,22 @@ def test_expanded_fast_trace_is_the_standard_trace(standard):
     assert "python:batch" not in result.stdout and "python:horizon" not in result.stdout
 
 
+def test_records_carry_their_writers_context_when_it_changes():
+    # Batches A and D of thread 100 wait on the same stream together; D was written after the
+    # thread renamed itself, so its records carry the new procname, A's the old one.
+    standard = fast_case("renamed", mode="standard")
+    assert standard.returncode == 0, standard.stderr
+    result = fast_case("renamed", *EXPAND)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == standard.stdout
+    names = [(line[1:19], re.search(r'procname = "(\w+)"', line).group(1))
+             for line in result.stdout.splitlines() if "vtid = 100," in line and "python:" in line]
+    assert ("00:00:00.000006000", "python3") in names  # return from foo (batch A)
+    assert ("00:00:00.000008000", "renamed") in names  # call of bar (batch D)
+    assert [name for _, name in names] == sorted((name for _, name in names),
+                                                 key=lambda name: name == "renamed")
+
+
 def test_report_through_expand_equals_standard_report():
     for fmt in ("tree", "profile"):
         direct = fast_case("two_threads", "-c", "sink.pyust.report", "-p", "format=%s" % fmt,

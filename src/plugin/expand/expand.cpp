@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -146,19 +147,43 @@ struct Pending {
 
 // The records of one batch still to release, or one message of ours (a
 // discarded-events message) that waits for its time.
+// The common context that the records of a batch carry: a small event message
+// of ours (a python:return in the batch's packet) holding a copy of the batch's
+// common context, and with it the packet and the stream. One serves every batch
+// of a thread on a stream while the context stays the same: the batch messages
+// are dropped once decoded, since their record arrays take some hundred times
+// the memory of the records.
+struct ContextSource {
+    MessageRef message;
+};
+
+// What waits in the heap: the records of a batch not released yet (its bytes,
+// read one record ahead), or a single message of ours (a discarded-events one).
 struct Run {
     std::uint64_t arrival = 0;
-    std::vector<Record> records;
-    std::size_t next = 0;
-    const bt_stream* stream = nullptr; // the batch's (alive while batch is)
+    std::vector<std::uint8_t> bytes; // the batch's records (reader views them)
+    RecordReader reader;
+    Record current; // the next record to release
+    const bt_stream* stream = nullptr; // the batch's (alive while context is)
     const Target* target = nullptr;
-    MessageRef batch; // the python:batch message: its common context
+    std::shared_ptr<const ContextSource> context;
     std::int64_t pid = 0;
     std::int64_t tid = 0;
     MessageRef single;
     std::int64_t single_time = 0;
 
-    std::int64_t time() const noexcept { return single ? single_time : records[next].time; }
+    std::int64_t time() const noexcept { return single ? single_time : current.time; }
+    // Reads the next record into current, with its time on the stream's clock:
+    // false at the end of the batch (whose bytes were checked whole before).
+    // Throws Error when its time overflows.
+    bool advance()
+    {
+        if (!reader.next(current))
+            return false;
+        current.value = target->clock->value_of_ns(current.value);
+        current.time = target->clock->time_of(current.value);
+        return true;
+    }
 };
 
 // Heap order: the run whose next entry is earliest (then arrived first) on top.
@@ -179,6 +204,7 @@ struct ThreadKeyHash {
 struct ThreadState {
     std::uint64_t next_first = 0; // the previous batch's first + count
     std::uint64_t end_ns = 0;     // the previous batch's end_ns
+    std::weak_ptr<const ContextSource> context; // of its latest waiting run
 };
 
 // Sets an integer field from a value, whatever its signedness. noexcept.
@@ -244,6 +270,60 @@ void copy_field(bt_field* dst, const bt_field* src)
         copy_field(bt_field_variant_borrow_selected_option_field(dst),
                    bt_field_variant_borrow_selected_option_field_const(src));
     }
+}
+
+// Whether two fields of the same class hold the same value. noexcept.
+bool same_value(const bt_field* a, const bt_field* b) noexcept
+{
+    const bt_field_class_type type = bt_field_get_class_type(a);
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_BOOL))
+        return bt_field_bool_get_value(a) == bt_field_bool_get_value(b);
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_BIT_ARRAY))
+        return bt_field_bit_array_get_value_as_integer(a) ==
+               bt_field_bit_array_get_value_as_integer(b);
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER))
+        return bt_field_integer_signed_get_value(a) == bt_field_integer_signed_get_value(b);
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
+        return bt_field_integer_unsigned_get_value(a) == bt_field_integer_unsigned_get_value(b);
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL))
+        return bt_field_real_single_precision_get_value(a) ==
+               bt_field_real_single_precision_get_value(b);
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_DOUBLE_PRECISION_REAL))
+        return bt_field_real_double_precision_get_value(a) ==
+               bt_field_real_double_precision_get_value(b);
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_STRING))
+        return bt_field_string_get_length(a) == bt_field_string_get_length(b) &&
+               std::string_view(bt_field_string_get_value(a)) == bt_field_string_get_value(b);
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_STRUCTURE)) {
+        const std::uint64_t count =
+            bt_field_class_structure_get_member_count(bt_field_borrow_class_const(a));
+        for (std::uint64_t i = 0; i < count; ++i)
+            if (!same_value(bt_field_structure_borrow_member_field_by_index_const(a, i),
+                            bt_field_structure_borrow_member_field_by_index_const(b, i)))
+                return false;
+        return true;
+    }
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_ARRAY)) {
+        const std::uint64_t length = bt_field_array_get_length(a);
+        if (bt_field_array_get_length(b) != length)
+            return false;
+        for (std::uint64_t i = 0; i < length; ++i)
+            if (!same_value(bt_field_array_borrow_element_field_by_index_const(a, i),
+                            bt_field_array_borrow_element_field_by_index_const(b, i)))
+                return false;
+        return true;
+    }
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_OPTION)) {
+        const bt_field* inner_a = bt_field_option_borrow_field_const(a);
+        const bt_field* inner_b = bt_field_option_borrow_field_const(b);
+        return inner_a && inner_b ? same_value(inner_a, inner_b) : inner_a == inner_b;
+    }
+    if (bt_field_class_type_is(type, BT_FIELD_CLASS_TYPE_VARIANT))
+        return bt_field_variant_get_selected_option_index(a) ==
+                   bt_field_variant_get_selected_option_index(b) &&
+               same_value(bt_field_variant_borrow_selected_option_field_const(a),
+                          bt_field_variant_borrow_selected_option_field_const(b));
+    return true; // no other field class holds a value
 }
 
 // The time of a message in ns from its clock's origin, or fallback when it has
@@ -334,6 +414,12 @@ private:
     MessageRef discarded(const bt_stream* stream, const Target& target, std::uint64_t count,
                          std::uint64_t begin, std::uint64_t end, const char* why);
     void wait_run(std::unique_ptr<Run> run);
+    // The context source for the records of batch, a python:batch message of thread: the
+    // thread's latest one when it is on the same stream with the same common context, else
+    // a new one. Throws BtError, std::bad_alloc.
+    std::shared_ptr<const ContextSource> context_for(ThreadState& thread,
+                                                     const bt_message* batch,
+                                                     const Target& target);
     // The time up to which messages may go: the smallest horizon of the fast-mode processes
     // that still hold the queue (forever when none does). Warns once about a stale process.
     std::int64_t limit();
@@ -344,6 +430,18 @@ private:
     void release(std::uint64_t budget);
     void emit(const bt_message* message);
     void emit_record(const Run& run, const Record& record);
+    // A new event message of event_class at clock value, in packet (or on stream when its class
+    // has no packets), or null. noexcept.
+    bt_message* create_event(const Target& target, const bt_event_class* event_class,
+                             const bt_packet* packet, const bt_stream* stream,
+                             std::uint64_t value) noexcept
+    {
+        return target.has_packets
+                   ? bt_message_event_create_with_packet_and_default_clock_snapshot(
+                         m_self, event_class, packet, value)
+                   : bt_message_event_create_with_default_clock_snapshot(m_self, event_class,
+                                                                         stream, value);
+    }
     const bt_packet* packet_for(const bt_stream* stream, const bt_stream** placed);
     void summarize() const;
 
@@ -379,7 +477,6 @@ private:
     std::unordered_map<const bt_stream*, StreamState> m_streams;
     const bt_stream* m_last_stream = nullptr;
     StreamState* m_last_state = nullptr;
-    std::vector<std::uint8_t> m_bytes;
 
     // What went missing, for the summary at the end.
     std::uint64_t m_lost_records = 0;
@@ -688,13 +785,15 @@ void ExpandIterator::on_batch(MessageRef message, const EventInfo& info, std::in
     header.end_ns = unsigned_of(info.end_ns);
     const bt_field* bytes = member_field(payload, info.records.index);
     const std::uint64_t size = bt_field_array_get_length(bytes);
-    m_bytes.resize(size);
-    for (std::uint64_t i = 0; i < size; ++i)
-        m_bytes[i] = static_cast<std::uint8_t>(bt_field_integer_unsigned_get_value(
-            bt_field_array_borrow_element_field_by_index_const(bytes, i)));
-
     auto run = std::make_unique<Run>();
-    const std::string fault = decode_records(header, m_bytes.data(), m_bytes.size(), run->records);
+    run->bytes.resize(size);
+    for (std::uint64_t i = 0; i < size; ++i)
+        run->bytes[i] = static_cast<std::uint8_t>(bt_field_integer_unsigned_get_value(
+            bt_field_array_borrow_element_field_by_index_const(bytes, i)));
+    const std::string fault = check_records(header, run->bytes.data(), run->bytes.size());
+    run->target = &target;
+    run->reader = RecordReader(header, run->bytes.data(), run->bytes.size());
+    const bool has_records = fault.empty() && run->advance();
     const Clock& clock = *target.clock;
     const std::uint64_t released_value = clock.value_of_time(m_granted);
 
@@ -707,9 +806,8 @@ void ExpandIterator::on_batch(MessageRef message, const EventInfo& info, std::in
         m_lost_records += lost;
         const std::uint64_t begin =
             std::max(clock.value_of_ns(thread->second.end_ns), released_value);
-        const std::uint64_t end = fault.empty() && !run->records.empty()
-                                      ? clock.value_of_ns(run->records.front().value)
-                                      : clock.value_of_ns(header.begin_ns);
+        const std::uint64_t end =
+            has_records ? run->current.value : clock.value_of_ns(header.begin_ns);
         if (MessageRef gap = discarded(stream, target, lost, begin, end, "lost")) {
             auto single = std::make_unique<Run>();
             single->single = std::move(gap);
@@ -747,17 +845,16 @@ void ExpandIterator::on_batch(MessageRef message, const EventInfo& info, std::in
         return;
     }
 
-    for (Record& record : run->records) {
-        record.value = clock.value_of_ns(record.value);
-        record.time = clock.time_of(record.value);
-    }
     // Records for a time already released cannot be put in order: they are
     // reported at the batch's place instead. Times only grow within a batch, so
     // they are its first ones.
-    const auto late = std::find_if(run->records.begin(), run->records.end(),
-                                   [&](const Record& record) { return record.time >= m_granted; });
-    if (late != run->records.begin()) {
-        const auto late_count = static_cast<std::uint64_t>(late - run->records.begin());
+    bool is_left = has_records;
+    std::uint64_t late_count = 0;
+    while (is_left && run->current.time < m_granted) {
+        ++late_count;
+        is_left = run->advance();
+    }
+    if (late_count != 0) {
         m_late_records += late_count;
         if (!m_warned_late)
             std::fprintf(stderr,
@@ -774,16 +871,40 @@ void ExpandIterator::on_batch(MessageRef message, const EventInfo& info, std::in
             bt_message_event_borrow_default_clock_snapshot_const(message.get()));
         if (MessageRef skipped = discarded(stream, target, late_count, at, at, "late"))
             wait(std::move(skipped), time);
-        run->records.erase(run->records.begin(), late);
     }
-    if (run->records.empty())
+    if (!is_left)
         return;
     run->stream = stream;
-    run->target = &target;
-    run->batch = std::move(message);
+    run->context = context_for(thread->second, message.get(), target);
     run->pid = header.pid;
     run->tid = header.tid;
     wait_run(std::move(run));
+}
+
+std::shared_ptr<const ContextSource>
+ExpandIterator::context_for(ThreadState& thread, const bt_message* batch, const Target& target)
+{
+    const bt_event* event = bt_message_event_borrow_event_const(batch);
+    const bt_stream* stream = bt_event_borrow_stream_const(event);
+    const bt_field* context = bt_event_borrow_common_context_field_const(event);
+    if (std::shared_ptr<const ContextSource> held = thread.context.lock()) {
+        const bt_event* held_event = bt_message_event_borrow_event_const(held->message.get());
+        if (bt_event_borrow_stream_const(held_event) == stream &&
+            (!context || same_value(bt_event_borrow_common_context_field_const(held_event),
+                                    context)))
+            return held;
+    }
+    const std::uint64_t value =
+        bt_clock_snapshot_get_value(bt_message_event_borrow_default_clock_snapshot_const(batch));
+    bt_message* created = create_event(target, target.ret, bt_event_borrow_packet_const(event),
+                                       stream, value);
+    auto source = std::make_shared<ContextSource>();
+    source->message.reset(check_new(created, "Cannot create a context message"));
+    if (context)
+        copy_field(bt_event_borrow_common_context_field(bt_message_event_borrow_event(created)),
+                   context);
+    thread.context = source;
+    return source;
 }
 
 void ExpandIterator::wait_run(std::unique_ptr<Run> run)
@@ -852,8 +973,8 @@ void ExpandIterator::release(std::uint64_t budget)
             m_runs.pop_back();
             continue;
         }
-        emit_record(run, run.records[run.next]);
-        if (++run.next == run.records.size())
+        emit_record(run, run.current);
+        if (!run.advance())
             m_runs.pop_back();
         else
             std::push_heap(m_runs.begin(), m_runs.end(), is_later);
@@ -933,15 +1054,11 @@ void ExpandIterator::emit_record(const Run& run, const Record& record)
     const bt_event_class* event_class = record.kind == RecordKind::call   ? target.call
                                         : record.kind == RecordKind::line ? target.line
                                                                           : target.ret;
-    bt_message* created = target.has_packets
-                              ? bt_message_event_create_with_packet_and_default_clock_snapshot(
-                                    m_self, event_class, packet, record.value)
-                              : bt_message_event_create_with_default_clock_snapshot(
-                                    m_self, event_class, stream, record.value);
+    bt_message* created = create_event(target, event_class, packet, stream, record.value);
     MessageRef message(check_new(created, "Cannot create an expanded event message"));
     bt_event* event = bt_message_event_borrow_event(created);
     if (const bt_field* context = bt_event_borrow_common_context_field_const(
-            bt_message_event_borrow_event_const(run.batch.get()))) {
+            bt_message_event_borrow_event_const(run.context->message.get()))) {
         bt_field* out = bt_event_borrow_common_context_field(event);
         copy_field(out, context);
         if (target.vpid.index >= 0)

@@ -1,8 +1,6 @@
 // Decoding of python:batch records (see records.hpp).
 #include "records.hpp"
 
-#include <algorithm>
-
 namespace pyust::plugin::expand {
 
 namespace {
@@ -38,50 +36,74 @@ std::uint64_t record_ns(const BatchHeader& header, std::uint64_t tsc) noexcept
                : header.begin_ns + static_cast<std::uint64_t>(advance);
 }
 
-std::string decode_records(const BatchHeader& header, const std::uint8_t* data, std::size_t size,
-                           std::vector<Record>& out)
+RecordReader::RecordReader(const BatchHeader& header, const std::uint8_t* data,
+                           std::size_t size) noexcept
+    : m_header(header), m_at(data), m_end(data + size), m_tsc(header.begin_tsc)
 {
     if (header.end_ns < header.begin_ns || header.end_tsc < header.begin_tsc)
-        return "time goes backwards (end_ns < begin_ns or end_tsc < begin_tsc)";
-    // A bogus count must not reserve gigabytes: a record takes 2 bytes at least.
-    out.reserve(out.size() + std::min<std::size_t>(header.count, size / 2));
-    const std::uint8_t* at = data;
-    const std::uint8_t* const end = data + size;
-    std::uint64_t tsc = header.begin_tsc;
-    std::uint64_t decoded = 0;
-    while (at < end) {
-        std::uint64_t head = 0;
-        std::uint64_t id = 0;
-        if (!read_varint(at, end, head) || !read_varint(at, end, id))
-            return "truncated record at index " + std::to_string(decoded);
-        const unsigned kind = head & 7;
-        const std::uint64_t advance = head >> 3;
-        if (tsc + advance < tsc)
-            return "the record clock overflows at index " + std::to_string(decoded);
-        tsc += advance;
-        Record record;
-        record.kind = static_cast<RecordKind>(kind & 3);
-        if (kind < 4) {
-            if (id > 0xffffffffu)
-                return "a near id exceeds 32 bits at index " + std::to_string(decoded);
-            id |= static_cast<std::uint64_t>(header.id_high) << 32;
-        }
-        record.id = id;
-        if (record.kind == RecordKind::line) {
-            std::uint64_t line = 0;
-            if (!read_varint(at, end, line))
-                return "truncated record at index " + std::to_string(decoded);
-            if (line > 0xffffffffu)
-                return "a line number exceeds 32 bits at index " + std::to_string(decoded);
-            record.line = static_cast<std::uint32_t>(line);
-        }
-        record.value = record_ns(header, tsc);
-        out.push_back(record);
-        ++decoded;
+        m_fault = "time goes backwards (end_ns < begin_ns or end_tsc < begin_tsc)";
+}
+
+bool RecordReader::next(Record& record) noexcept
+{
+    if (m_fault || m_at >= m_end)
+        return false;
+    std::uint64_t head = 0;
+    std::uint64_t id = 0;
+    if (!read_varint(m_at, m_end, head) || !read_varint(m_at, m_end, id)) {
+        m_fault = "truncated record";
+        return false;
     }
-    if (decoded != header.count)
+    const unsigned kind = head & 7;
+    const std::uint64_t advance = head >> 3;
+    if (m_tsc + advance < m_tsc) {
+        m_fault = "the record clock overflows";
+        return false;
+    }
+    m_tsc += advance;
+    record.kind = static_cast<RecordKind>(kind & 3);
+    if (kind < 4) {
+        if (id > 0xffffffffu) {
+            m_fault = "a near id exceeds 32 bits";
+            return false;
+        }
+        id |= static_cast<std::uint64_t>(m_header.id_high) << 32;
+    }
+    record.id = id;
+    record.line = 0;
+    if (record.kind == RecordKind::line) {
+        std::uint64_t line = 0;
+        if (!read_varint(m_at, m_end, line)) {
+            m_fault = "truncated record";
+            return false;
+        }
+        if (line > 0xffffffffu) {
+            m_fault = "a line number exceeds 32 bits";
+            return false;
+        }
+        record.line = static_cast<std::uint32_t>(line);
+    }
+    record.value = record_ns(m_header, m_tsc);
+    record.time = 0;
+    ++m_decoded;
+    return true;
+}
+
+std::string check_records(const BatchHeader& header, const std::uint8_t* data, std::size_t size)
+{
+    RecordReader reader(header, data, size);
+    Record record;
+    while (reader.next(record)) {
+    }
+    if (reader.fault()) {
+        std::string fault = reader.fault();
+        if (header.end_ns >= header.begin_ns && header.end_tsc >= header.begin_tsc)
+            fault += " at index " + std::to_string(reader.decoded());
+        return fault;
+    }
+    if (reader.decoded() != header.count)
         return "count mismatch: count=" + std::to_string(header.count) +
-               ", records=" + std::to_string(decoded);
+               ", records=" + std::to_string(reader.decoded());
     return {};
 }
 

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace pyust::plugin::expand {
 
@@ -43,11 +42,34 @@ struct BatchHeader {
 // end_tsc >= begin_tsc. noexcept.
 std::uint64_t record_ns(const BatchHeader& header, std::uint64_t tsc) noexcept;
 
-// Appends the records of a batch to out, in their order (which is time order).
-// Returns an empty string when the batch is well formed, else what is wrong
-// with it (then out holds what was decoded before the fault: the caller drops
-// it). Throws std::bad_alloc.
-std::string decode_records(const BatchHeader& header, const std::uint8_t* data, std::size_t size,
-                           std::vector<Record>& out);
+// Reads the records of one batch, in their order (which is time order), one at
+// a time: the filter keeps a waiting batch's bytes (about 3 per record) rather
+// than its decoded records (32 bytes each). Views the bytes: they must outlive
+// the reader and stay put.
+class RecordReader {
+public:
+    RecordReader() = default;
+    RecordReader(const BatchHeader& header, const std::uint8_t* data, std::size_t size) noexcept;
+
+    // Decodes the next record into record: true, or false at the end of the
+    // bytes or at a fault (then fault() says what). noexcept.
+    bool next(Record& record) noexcept;
+    // What is wrong with the bytes read so far, or null. noexcept.
+    const char* fault() const noexcept { return m_fault; }
+    // How many records next() returned. noexcept.
+    std::uint64_t decoded() const noexcept { return m_decoded; }
+
+private:
+    BatchHeader m_header;
+    const std::uint8_t* m_at = nullptr;
+    const std::uint8_t* m_end = nullptr;
+    std::uint64_t m_tsc = 0;
+    std::uint64_t m_decoded = 0;
+    const char* m_fault = nullptr;
+};
+
+// Reads a whole batch: an empty string when it is well formed, else what is
+// wrong with it (and at which record). Throws std::bad_alloc.
+std::string check_records(const BatchHeader& header, const std::uint8_t* data, std::size_t size);
 
 } // namespace pyust::plugin::expand
