@@ -114,6 +114,9 @@ CASES = {
     # Thread 100 renames itself (prctl PR_SET_NAME) at 7500 ns: its events from then on carry
     # the new procname, in the standard recording and in the batch it writes later (D).
     "renamed": {"rename": (7500, PID, "renamed")},
+    # The source fails (a damaged trace) when it reaches 14600 ns: after the last batch, before
+    # the horizons that would release it.
+    "fails": {"fail_at": 14600},
 }
 
 
@@ -227,7 +230,10 @@ class CaseIterator(bt2._UserMessageIterator):
                 msg.event.payload_field[key] = value
             self._msgs.append(msg)
 
+        self._fail_at = None
         for ns, step in steps_of(case, mode):
+            if self._fail_at is None and ns >= CASES[case].get("fail_at", END + 1):
+                self._fail_at = len(self._msgs)
             kind = step[0]
             if kind == "packet_begin":
                 packets[step[1]] = streams[step[1]].create_packet()
@@ -259,6 +265,8 @@ class CaseIterator(bt2._UserMessageIterator):
         self._at = 0
 
     def __next__(self):
+        if self._at == self._fail_at:
+            raise RuntimeError("damaged packet (case fails)")
         if self._at == len(self._msgs):
             raise StopIteration
         self._at += 1

@@ -77,6 +77,23 @@ def test_records_carry_their_writers_context_when_it_changes():
                                                  key=lambda name: name == "renamed")
 
 
+def test_upstream_error_comes_after_every_record_held(standard):
+    # The source fails past the last batch: every record it delivered still comes out, in
+    # order, and then the error.
+    result = fast_case("fails", *EXPAND)
+    assert result.returncode != 0
+    assert "damaged packet (case fails)" in result.stderr
+    expected = [line for line in standard.splitlines() if line[1:19] < "00:00:00.000014600"]
+    assert result.stdout.splitlines() == expected
+    # A report that salvages has all of it, and says where the trace stopped.
+    report = fast_case("fails", *EXPAND, "-c", "sink.pyust.report",
+                       "-p", 'format="folded",salvage=yes')
+    full = fast_case("two_threads", *EXPAND, "-c", "sink.pyust.report", "-p", 'format="folded"')
+    assert report.returncode == 0, report.stderr
+    assert report.stdout == full.stdout != ""
+    assert "Damaged trace: babeltrace2 stopped reading after" in report.stderr
+
+
 def test_report_through_expand_equals_standard_report():
     for fmt in ("tree", "profile"):
         direct = fast_case("two_threads", "-c", "sink.pyust.report", "-p", "format=%s" % fmt,

@@ -450,6 +450,9 @@ private:
     MessageIteratorRef m_upstream;
     bool m_is_upstream_ended = false;
     bool m_is_flushed = false;
+    // Upstream failed: its error, returned once the held messages are out.
+    std::unique_ptr<const bt_error, decltype(&bt_error_release)> m_upstream_error{nullptr,
+                                                                                  bt_error_release};
 
     std::deque<const bt_message*> m_output;   // owned, released, in output order
     std::deque<Pending> m_pending;            // forwarded messages waiting, in arrival order
@@ -518,11 +521,26 @@ ExpandIterator::next(bt_message_array_const messages, std::uint64_t capacity, st
             if (!m_is_flushed)
                 summarize();
             m_is_flushed = true;
+            if (m_upstream_error) {
+                // Everything held is out: now upstream's error, with its causes.
+                bt_current_thread_move_error(m_upstream_error.release());
+                throw BtError("Cannot get messages from upstream: port=in", false);
+            }
             return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_END;
         }
         bt_message_array_const upstream_messages = nullptr;
         std::uint64_t upstream_count = 0;
-        switch (pull(m_upstream.get(), &upstream_messages, &upstream_count)) {
+        Pulled pulled = Pulled::end;
+        try {
+            pulled = pull(m_upstream.get(), &upstream_messages, &upstream_count);
+        } catch (const BtError& error) {
+            if (error.is_memory_error())
+                throw;
+            // A damaged trace: what arrived before the damage still goes out, in order, before
+            // the error (a report sink that salvages keeps it all).
+            m_upstream_error.reset(bt_current_thread_take_error());
+        }
+        switch (pulled) {
         case Pulled::messages:
             take_each(upstream_messages, upstream_count, [this](const bt_message* message) {
                 arrive(MessageRef(const_cast<bt_message*>(message)));

@@ -21,6 +21,8 @@
 // - Records the tracer lost (a gap in a thread's `first`), records of
 //   malformed batches and records that came too late to be put in order
 //   become discarded-events messages (and a line on standard error).
+// - When upstream fails (a damaged trace), everything held goes out first, in
+//   order, then upstream's error.
 //
 // Each function below is the noexcept bridge of one C callback.
 #pragma once
