@@ -9,7 +9,7 @@ static long square(long x)
     return x * x;
 }
 
-static PyObject *square_sum(PyObject *self, PyObject *args)
+static PyObject* square_sum(PyObject* self, PyObject* args)
 {
     (void)self;
     long n = 0;
@@ -27,8 +27,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "cext", "An instrumented C extension (pyust example).", -1, methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "cext",
+    "An instrumented C extension (pyust example).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit_cext(void)

@@ -3,9 +3,9 @@
 
 #include <stdio.h>
 
-int helper_c(const char *path, int value)
+int helper_c(const char* path, int value)
 {
-    FILE *file = fopen(path, "a");
+    FILE* file = fopen(path, "a");
     if (!file)
         return -1;
     const int ok = fprintf(file, "%d\n", value) > 0;

@@ -4,6 +4,6 @@
 
 /* Appends "value\n" to the file at path. Returns value + 1, or -1 when the file cannot be
  * written. */
-int helper_c(const char *path, int value);
+int helper_c(const char* path, int value);
 
 #endif

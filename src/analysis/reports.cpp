@@ -346,7 +346,9 @@ void ChromeWriter::on_frame_closed(const Thread& thread, const Frame& frame, Tim
         return;
     separate();
     m_out << "{\"name\":" << json_string(m_model.label(frame.id)) << ",\"cat\":\""
-          << (frame.id.is_kernel ? "kernel" : frame.id.is_c ? "c" : "python")
+          << (frame.id.is_kernel ? "kernel"
+              : frame.id.is_c    ? "c"
+                                 : "python")
           << "\",\"ph\":\"X\",\"ts\":"
           << printf_string("%.3f", static_cast<double>(begin - m_origin) / 1e3)
           << ",\"dur\":" << printf_string("%.3f", static_cast<double>(end - begin) / 1e3)

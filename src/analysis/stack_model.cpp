@@ -405,10 +405,10 @@ std::string StackModel::label(FrameId id) const
 {
     if (id.is_native)
         return id.value < m_native_labels.size() ? m_native_labels[id.value]
-                                                  : std::string("<native ?>");
+                                                 : std::string("<native ?>");
     if (id.is_kernel)
         return id.value < m_kernel_labels.size() ? m_kernel_labels[id.value]
-                                                  : std::string("<kernel ?>");
+                                                 : std::string("<kernel ?>");
     if (id.is_c)
         return id.value < m_c_labels.size() ? m_c_labels[id.value] : std::string("<C ?>");
     if (const CodeInfo* info = code(id.value))

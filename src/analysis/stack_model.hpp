@@ -26,7 +26,6 @@ namespace pyust::analysis {
 // it. Throws std::bad_alloc.
 std::string printable(std::string_view name);
 
-
 // Nanoseconds from the trace clock's origin.
 using Timestamp = std::int64_t;
 

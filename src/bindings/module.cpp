@@ -43,8 +43,7 @@ PYBIND11_MODULE(_native, m)
         py::kw_only(), py::arg("c_calls") = false, py::arg("lines") = false,
         py::arg("hide_caller_stack") = false, py::arg("include") = std::vector<std::string>{},
         py::arg("exclude") = std::vector<std::string>{}, py::arg("dormant") = true,
-        py::arg("fast") = false,
-        "Start tracing every thread.");
+        py::arg("fast") = false, "Start tracing every thread.");
     m.def("stop", &hook::stop, "Stop tracing every thread.");
     m.def("backend", &hook::backend::name,
           "The interpreter hook in use: \"setprofile\" (up to 3.11) or \"monitoring\".");
@@ -53,8 +52,7 @@ PYBIND11_MODULE(_native, m)
           "Whether the interpreter hooks are installed (false while dormant).");
     m.def("stop_watcher", &hook::stop_watcher,
           "Stop the session watcher (an atexit hook: before finalisation).");
-    m.def("rundown", &hook::rundown,
-          "Re-emit every process, thread and code registration event.");
+    m.def("rundown", &hook::rundown, "Re-emit every process, thread and code registration event.");
     m.def("attach_current_thread", &hook::attach_current_thread, py::arg("name"),
           "Trace the calling thread (started after start()) under this name.");
     m.def("name_thread", &hook::name_thread, py::arg("tid"), py::arg("name"));

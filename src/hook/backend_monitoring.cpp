@@ -37,8 +37,8 @@ enum Event {
 };
 
 const char* const k_event_names[event_count] = {
-    "PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD",
-    "PY_UNWIND", "LINE",     "CALL",     "C_RETURN",  "C_RAISE",
+    "PY_START",  "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD",
+    "PY_UNWIND", "LINE",      "CALL",     "C_RETURN",  "C_RAISE",
 };
 
 struct Monitoring {

@@ -53,8 +53,8 @@ void decide(CodeInfo& info) noexcept
 {
     const bool was_traced = info.is_traced;
     info.generation = g.generation;
-    info.is_traced = !info.is_hidden && !starts_with(info.file, g.own_dir) &&
-                     g.filter.is_traced(info.module);
+    info.is_traced =
+        !info.is_hidden && !starts_with(info.file, g.own_dir) && g.filter.is_traced(info.module);
     if (info.is_traced && !was_traced)
         g.emitter->code(info);
 }
@@ -78,10 +78,10 @@ CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
 {
     compat::SavedError saved;
     try {
-        CodeInfo& info = g.registry->add(
-            module_of(frame != nullptr ? frame : PyEval_GetFrame()),
-            utf8_or_unknown(compat::code_qualname(code)), utf8_or_unknown(code->co_filename),
-            static_cast<std::uint32_t>(code->co_firstlineno), false);
+        CodeInfo& info = g.registry->add(module_of(frame != nullptr ? frame : PyEval_GetFrame()),
+                                         utf8_or_unknown(compat::code_qualname(code)),
+                                         utf8_or_unknown(code->co_filename),
+                                         static_cast<std::uint32_t>(code->co_firstlineno), false);
         decide(info);
         compat::set_code_extra(code, g.extra_index, &info);
         return &info;
@@ -128,8 +128,8 @@ struct Watcher {
     pthread_t thread{};
     pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-    bool is_running = false;  // guarded by mutex
-    bool is_stopping = false; // guarded by mutex
+    bool is_running = false;            // guarded by mutex
+    bool is_stopping = false;           // guarded by mutex
     std::atomic<bool> is_hooked{false}; // mirrors g.is_hooked, read without the GIL
     // Set by start() before the watcher starts (read without the GIL).
     std::atomic<bool> is_dormant_allowed{true};
@@ -188,7 +188,8 @@ void* watch(void*) noexcept
         const bool is_batched = w.is_batched.load();
         const timespec deadline =
             deadline_after(is_batched ? k_flush_period_ms : k_watch_period_ms);
-        while (!w.is_stopping && pthread_cond_timedwait(&w.wake, &w.mutex, &deadline) != ETIMEDOUT) {
+        while (!w.is_stopping &&
+               pthread_cond_timedwait(&w.wake, &w.mutex, &deadline) != ETIMEDOUT) {
         }
         if (w.is_stopping)
             break;
@@ -495,8 +496,8 @@ void start(const Options& options)
     // above then went nowhere; the hooks announce it again when they wake).
     w.is_dormant_allowed.store(options.is_dormant_allowed);
     w.is_batched.store(options.fast);
-    const bool is_dormant = options.is_dormant_allowed && !g.emitter->is_recording() &&
-                            start_watcher();
+    const bool is_dormant =
+        options.is_dormant_allowed && !g.emitter->is_recording() && start_watcher();
     if (!is_dormant) {
         try {
             backend::install(true);
@@ -545,8 +546,7 @@ void stop_watcher() noexcept
     if (!is_running)
         return;
     // The watcher may be waiting for the GIL: let it have it.
-    Py_BEGIN_ALLOW_THREADS
-    pthread_join(w.thread, nullptr);
+    Py_BEGIN_ALLOW_THREADS pthread_join(w.thread, nullptr);
     Py_END_ALLOW_THREADS
 }
 

@@ -27,8 +27,8 @@ struct State {
     Py_ssize_t extra_index = -1;
     std::string own_dir;
     std::unique_ptr<Registry> registry;
-    Emitter* emitter = nullptr;   // the standard or the fast mode's
-    bool has_batched = false;     // the fast mode's emitter was used
+    Emitter* emitter = nullptr; // the standard or the fast mode's
+    bool has_batched = false;   // the fast mode's emitter was used
     // Fork protocol: LTTng-UST's saved signal mask, and the forking thread.
     sigset_t fork_sigset;
     std::int64_t forking_tid = 0;

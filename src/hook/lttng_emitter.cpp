@@ -40,10 +40,7 @@ public:
     {
         PYUST_EMIT(c_call, name, owner);
     }
-    void c_return(bool has_raised) noexcept override
-    {
-        PYUST_EMIT(c_return, has_raised ? 1 : 0);
-    }
+    void c_return(bool has_raised) noexcept override { PYUST_EMIT(c_return, has_raised ? 1 : 0); }
     void thread(std::int64_t tid, const char* name) noexcept override
     {
         PYUST_EMIT(thread, tid, name);
@@ -60,7 +57,7 @@ public:
     bool is_recording() const noexcept override
     {
         return lttng_ust_tracepoint_enabled(python, call) ||
-               lttng_ust_tracepoint_enabled(python, return) ||
+               lttng_ust_tracepoint_enabled(python, return ) ||
                lttng_ust_tracepoint_enabled(python, line);
     }
 };

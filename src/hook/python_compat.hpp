@@ -91,6 +91,8 @@ inline bool is_finalizing() noexcept
 // The pending exception, saved around work that may clobber it.
 class SavedError {
 public:
+    // clang-format 14 would split these one-liners between #if branches.
+    // clang-format off
 #if PY_VERSION_HEX >= 0x030C0000
     SavedError() noexcept : m_exc(PyErr_GetRaisedException()) {}
     ~SavedError() { PyErr_SetRaisedException(m_exc); }
@@ -98,6 +100,7 @@ public:
     SavedError() noexcept { PyErr_Fetch(&m_type, &m_value, &m_traceback); }
     ~SavedError() { PyErr_Restore(m_type, m_value, m_traceback); }
 #endif
+    // clang-format on
     SavedError(const SavedError&) = delete;
     SavedError& operator=(const SavedError&) = delete;
 

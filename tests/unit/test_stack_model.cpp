@@ -281,23 +281,21 @@ TEST_CASE("native frames nest inside Python frames, named by debug-info or their
 {
     Feeder f;
     f.call(0, main_id);
-    f.model.on_native_entry(f.at(10), 0x7f0000001000, "__pyx_pf_4foo2_outer+0",
-                            "foo2.so+0x1000");
+    f.model.on_native_entry(f.at(10), 0x7f0000001000, "__pyx_pf_4foo2_outer+0", "foo2.so+0x1000");
     f.model.on_native_entry(f.at(20), 0x7f0000002000, "", "foo2.so+0x2000");
     f.model.on_native_entry(f.at(30), 0x7f0000003000, "", "");
     CHECK(stack_labels(f.model, f.thread()) ==
-          std::vector<std::string>{"__main__:<module>", "__pyx_pf_4foo2_outer",
-                                   "foo2.so+0x2000", "0x7f0000003000"});
+          std::vector<std::string>{"__main__:<module>", "__pyx_pf_4foo2_outer", "foo2.so+0x2000",
+                                   "0x7f0000003000"});
     f.model.on_native_exit(f.at(40), 0x7f0000003000, true);
     f.model.on_native_exit(f.at(50), 0x7f0000002000, true);
     f.model.on_c_return(f.at(55)); // a python:c_return never closes a native frame
     f.model.on_native_exit(f.at(60), 0x7f0000001000, true);
     f.ret(70, main_id);
     f.model.finish();
-    CHECK(f.tree() == std::vector<std::string>{"__main__:<module> 1 70 20",
-                                               "  __pyx_pf_4foo2_outer 1 50 20",
-                                               "    foo2.so+0x2000 1 30 20",
-                                               "      0x7f0000003000 1 10 10"});
+    CHECK(f.tree() ==
+          std::vector<std::string>{"__main__:<module> 1 70 20", "  __pyx_pf_4foo2_outer 1 50 20",
+                                   "    foo2.so+0x2000 1 30 20", "      0x7f0000003000 1 10 10"});
     REQUIRE(f.thread().gaps().size() == 1);
     CHECK(f.thread().gaps()[0].kind == GapKind::unmatched_return);
 }

@@ -264,12 +264,11 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
                     "many records each, fix=put filter.pyust.expand in front (babeltrace2 TRACE "
                     "-c filter.pyust.expand -c sink.pyust.report ...)");
     out.kind = info.kind;
-    const bt_field* context =
-        info.key_scope == ClassInfo::KeyScope::specific
-            ? bt_event_borrow_specific_context_field_const(event)
-        : info.key_scope == ClassInfo::KeyScope::payload
-            ? bt_event_borrow_payload_field_const(event)
-            : bt_event_borrow_common_context_field_const(event);
+    const bt_field* context = info.key_scope == ClassInfo::KeyScope::specific
+                                  ? bt_event_borrow_specific_context_field_const(event)
+                              : info.key_scope == ClassInfo::KeyScope::payload
+                                  ? bt_event_borrow_payload_field_const(event)
+                                  : bt_event_borrow_common_context_field_const(event);
     out.key.pid = read_int(context, info.vpid);
     out.key.tid = read_int(context, info.vtid);
     if (info.kind == PythonKind::syscall_entry || info.kind == PythonKind::syscall_exit ||
@@ -300,7 +299,8 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
     out.file = read_string(payload, info.file);
     if (info.kind == PythonKind::native_entry || info.kind == PythonKind::native_exit) {
         out.has_address = info.addr.index >= 0 || info.ip.index >= 0;
-        out.address = info.addr.index >= 0 ? static_cast<std::uint64_t>(read_int(payload, info.addr))
+        out.address = info.addr.index >= 0
+                          ? static_cast<std::uint64_t>(read_int(payload, info.addr))
                       : info.ip.index >= 0 ? static_cast<std::uint64_t>(read_int(context, info.ip))
                                            : 0;
         out.func = {};

@@ -50,8 +50,8 @@ struct PythonEvent {
     std::uint64_t stream = 0;   // the reader's index of the event's stream
     std::uint64_t id = 0;       // code id (code, call, return, line)
     std::uint64_t number = 0;   // line (line), first_line (code), tid (thread)
-    std::string_view name; // call, c_call: name; code: qualname; thread: name; syscall_entry:
-                           // the system call's name ("syscall_N" for an unknown number)
+    std::string_view name;      // call, c_call: name; code: qualname; thread: name; syscall_entry:
+                                // the system call's name ("syscall_N" for an unknown number)
     std::int64_t next_tid = -1; // sched_switch: the thread switched to (-1: unknown)
     std::string_view owner;     // c_call: owner; code: module
     std::string_view file;      // code: file
@@ -109,8 +109,11 @@ private:
         bool has_clock = false;
         // Where vpid/vtid (or pid/tid, perf_pid/perf_tid) are: the common context, the
         // specific context, or (perf) the payload.
-        enum class KeyScope : std::uint8_t { common, specific, payload } key_scope =
-            KeyScope::common;
+        enum class KeyScope : std::uint8_t {
+            common,
+            specific,
+            payload
+        } key_scope = KeyScope::common;
         Member vpid, vtid;
         Member id, number, name, owner, file;
         // Native frames: payload addr, context ip, and the debug_info structure of the

@@ -163,7 +163,7 @@ struct Run {
     std::uint64_t arrival = 0;
     std::vector<std::uint8_t> bytes; // the batch's records (reader views them)
     RecordReader reader;
-    Record current; // the next record to release
+    Record current;                    // the next record to release
     const bt_stream* stream = nullptr; // the batch's (alive while context is)
     const Target* target = nullptr;
     std::shared_ptr<const ContextSource> context;
@@ -202,8 +202,8 @@ struct ThreadKeyHash {
 };
 
 struct ThreadState {
-    std::uint64_t next_first = 0; // the previous batch's first + count
-    std::uint64_t end_ns = 0;     // the previous batch's end_ns
+    std::uint64_t next_first = 0;               // the previous batch's first + count
+    std::uint64_t end_ns = 0;                   // the previous batch's end_ns
     std::weak_ptr<const ContextSource> context; // of its latest waiting run
 };
 
@@ -417,8 +417,7 @@ private:
     // The context source for the records of batch, a python:batch message of thread: the
     // thread's latest one when it is on the same stream with the same common context, else
     // a new one. Throws BtError, std::bad_alloc.
-    std::shared_ptr<const ContextSource> context_for(ThreadState& thread,
-                                                     const bt_message* batch,
+    std::shared_ptr<const ContextSource> context_for(ThreadState& thread, const bt_message* batch,
                                                      const Target& target);
     // The time up to which messages may go: the smallest horizon of the fast-mode processes
     // that still hold the queue (forever when none does). Warns once about a stale process.
@@ -436,11 +435,10 @@ private:
                              const bt_packet* packet, const bt_stream* stream,
                              std::uint64_t value) noexcept
     {
-        return target.has_packets
-                   ? bt_message_event_create_with_packet_and_default_clock_snapshot(
-                         m_self, event_class, packet, value)
-                   : bt_message_event_create_with_default_clock_snapshot(m_self, event_class,
-                                                                         stream, value);
+        return target.has_packets ? bt_message_event_create_with_packet_and_default_clock_snapshot(
+                                        m_self, event_class, packet, value)
+                                  : bt_message_event_create_with_default_clock_snapshot(
+                                        m_self, event_class, stream, value);
     }
     const bt_packet* packet_for(const bt_stream* stream, const bt_stream** placed);
     void summarize() const;
@@ -458,8 +456,8 @@ private:
     std::deque<Pending> m_pending;            // forwarded messages waiting, in arrival order
     std::vector<std::unique_ptr<Run>> m_runs; // a heap (is_later)
     std::uint64_t m_arrivals = 0;
-    std::int64_t m_latest = never;   // time of the latest message arrived
-    std::int64_t m_limit = forever;  // messages up to this time may be released
+    std::int64_t m_latest = never;  // time of the latest message arrived
+    std::int64_t m_limit = forever; // messages up to this time may be released
     // The latest time granted for release so far: a record before it is late (whether or not
     // the downstream has taken the messages around it yet, so that the verdict depends on the
     // trace alone).
@@ -908,14 +906,14 @@ ExpandIterator::context_for(ThreadState& thread, const bt_message* batch, const 
     if (std::shared_ptr<const ContextSource> held = thread.context.lock()) {
         const bt_event* held_event = bt_message_event_borrow_event_const(held->message.get());
         if (bt_event_borrow_stream_const(held_event) == stream &&
-            (!context || same_value(bt_event_borrow_common_context_field_const(held_event),
-                                    context)))
+            (!context ||
+             same_value(bt_event_borrow_common_context_field_const(held_event), context)))
             return held;
     }
     const std::uint64_t value =
         bt_clock_snapshot_get_value(bt_message_event_borrow_default_clock_snapshot_const(batch));
-    bt_message* created = create_event(target, target.ret, bt_event_borrow_packet_const(event),
-                                       stream, value);
+    bt_message* created =
+        create_event(target, target.ret, bt_event_borrow_packet_const(event), stream, value);
     auto source = std::make_shared<ContextSource>();
     source->message.reset(check_new(created, "Cannot create a context message"));
     if (context)

@@ -125,8 +125,8 @@ private:
     // salvage=yes: an upstream error ends the reading instead of failing the sink; the report
     // covers what was read and says where reading stopped and why.
     bool m_is_salvaging = false;
-    std::optional<std::string> m_damage;      // why upstream stopped (salvage)
-    std::uint64_t m_events_read = 0;          // every python:* event read
+    std::optional<std::string> m_damage;       // why upstream stopped (salvage)
+    std::uint64_t m_events_read = 0;           // every python:* event read
     analysis::Timestamp m_last_ts = INT64_MIN; // the latest event time read
 };
 
@@ -405,8 +405,8 @@ void ReportSink::write_report()
     case Format::top:
         break; // written by write_top_frame()
     }
-    const bool is_text = m_format == Format::profile || m_format == Format::tree ||
-                         m_format == Format::lines;
+    const bool is_text =
+        m_format == Format::profile || m_format == Format::tree || m_format == Format::lines;
     if (is_text)
         analysis::write_gaps(m_model, out, stream_name);
     else if (m_format != Format::chrome)
@@ -446,8 +446,7 @@ void ReportSink::write_damage(std::ostream& out) const
     out << "\nDamaged trace: babeltrace2 stopped reading after " << m_events_read
         << " events (the latest at "
         << (m_last_ts == INT64_MIN ? std::string("none") : analysis::format_time(m_last_ts))
-        << "): " << *m_damage
-        << "\nNothing the trace holds after that point is in this report.\n";
+        << "): " << *m_damage << "\nNothing the trace holds after that point is in this report.\n";
 }
 
 ReportSink* sink_of(bt_self_component_sink* self) noexcept
