@@ -28,7 +28,9 @@ def is_allowed(variable: str) -> bool:
 def activate(variable: str) -> None:
     """Start tracing if `variable` opts in; print one line on a bad value."""
     global started_by_activation
-    if not is_allowed(variable):
+    # site may run the .pth twice: a venv's site-packages is found both under lib/ and
+    # through its lib64 symbolic link (Debian's 3.11), and the second time must stay silent.
+    if started_by_activation or not is_allowed(variable):
         return
     value = os.environ[variable].strip()
     options = _parse(variable, value)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from lttng_harness import (PYTHON, child_env, default_sigint, lttng, read_trace, run_plain,
-                           run_pyust, session_names, unique_name)
+from lttng_harness import (PYTHON, PYUST_PATH, child_env, default_sigint, lttng, read_trace,
+                           run_plain, run_pyust, session_names, unique_name)
 
 SIMPLE = "def f():\n    return 1\nfor _ in range(10):\n    f()\nprint('done')\n"
 
@@ -229,6 +231,40 @@ def test_enable_disable_pth(make_program, tmp_path, session):
     trace = session.read()
     g_calls = [e for e in trace.of("python:call") if e["fields"]["name"] == "g"]
     assert len(g_calls) == 1  # the traced run only
+
+
+def test_activation_ignored_when_uid_is_not_euid(make_program, tmp_path):
+    """A setuid program does not inherit tracing: with the activation variable set, an
+    interpreter whose real uid differs from its effective one (setpriv: real nobody,
+    effective root) does not start pyust; with the same ids it does. The .pth is in a venv's
+    site-packages (Python skips the user site directory itself when uid != euid)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux) to run a process with uid != euid")
+    venv = tmp_path / "venv"
+    made = subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    python = str(venv / "bin" / "python")
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "pyust").symlink_to(os.path.join(PYUST_PATH, "pyust"))
+    env = child_env()
+    env.pop("PYTHONPATH", None)
+    enabled = subprocess.run([python, "-m", "pyust", "enable", "MY_TRACE"], capture_output=True,
+                             text=True, env=env)
+    assert enabled.returncode == 0, enabled.stderr
+    assert (Path(site) / "pyust-activate.pth").exists()
+    program = make_program("import os, sys\n"
+                           "print(os.getuid(), os.geteuid(), 'pyust' in sys.modules and "
+                           "sys.modules['pyust'].is_active())\n")
+    env["MY_TRACE"] = "1"
+    same = subprocess.run([python, program], capture_output=True, text=True, env=env)
+    setuid = subprocess.run(["setpriv", "--ruid", "65534", "--euid", "0", python, program],
+                            capture_output=True, text=True, env=env)
+    assert same.stdout == "0 0 True\n", same.stderr
+    # Once, silently: site reads a venv's .pth twice (lib/ and its lib64 link) on Debian.
+    assert "pyust" not in same.stderr
+    assert setuid.stdout == "65534 0 False\n", setuid.stderr
 
 
 def test_ctrl_c_between_create_and_start_leaves_no_session(make_program, tmp_path):
