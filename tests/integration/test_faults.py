@@ -104,7 +104,9 @@ def test_loss_accounting_recorded_plus_discarded_equals_emitted(make_program, tm
     recorded, discarded = map(int, re.search(
         r": (\d+) events recorded, (\d+) discarded by LTTng", summary).groups())
     assert emitted > 1_000_000
-    assert discarded > emitted // 2
+    # How much is lost depends on how fast the consumer daemon drains the buffers (about half
+    # here, 49-60%): that some is, is what the case needs.
+    assert discarded > emitted // 100
     assert recorded + discarded == emitted
     # The trace says the same: babeltrace2's discarded-events messages.
     trace = read_trace(out)
@@ -177,6 +179,25 @@ def test_names_from_the_trace_cannot_drive_a_terminal(make_program, tmp_path):
         assert "evil\\x1b[31mred\\x0aline\\x3bx" in result.stdout
     folded = run_pyust(["report", str(out), "--format", "folded", "--modules", "__main__"])
     assert all(re.fullmatch(r"\S+ \d+", line) for line in folded.stdout.splitlines())
+
+
+def test_argument_and_return_values_are_never_recorded(make_program, tmp_path):
+    """With every event on (C calls, lines), no argument, local or return value reaches the
+    trace: the bytes of the trace directory hold none of them, though the calls are there."""
+    program = make_program("""\
+        import json
+        def login(user, password):
+            token = password[::-1] + "-tok"
+            return json.dumps({"user": user, "token": token})
+        print(len(login("alice", "hunter2-SECRET-PW")))
+        """)
+    out = tmp_path / "trace"
+    run = run_pyust(["run", "--c-calls", "--lines", "-o", str(out), "--", program])
+    assert run.returncode == 0, run.stderr
+    data = b"".join(f.read_bytes() for f in out.rglob("*") if f.is_file())
+    assert b"login" in data and b"dumps" in data  # the calls are recorded, by name
+    for value in (b"alice", b"hunter2", b"SECRET", b"WP-TERCES", b"-tok"):
+        assert value not in data
 
 
 SIGNALLED = """\
