@@ -1,0 +1,173 @@
+// Unit tests of the python:batch record decoding (src/plugin/expand/records.hpp): record times
+// between the batch's two clock readings, near and far ids, line numbers, and every fault a
+// damaged batch can have.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "records.hpp"
+
+using namespace pyust::plugin::expand;
+
+namespace {
+
+void put_varint(std::vector<std::uint8_t>& out, std::uint64_t value)
+{
+    while (value >= 0x80) {
+        out.push_back(static_cast<std::uint8_t>(value | 0x80));
+        value >>= 7;
+    }
+    out.push_back(static_cast<std::uint8_t>(value));
+}
+
+// kind: 0 call, 1 return, 2 unwinding return, 3 line; +4: the id is a far one (all 64 bits).
+void put_record(std::vector<std::uint8_t>& out, unsigned kind, std::uint64_t advance,
+                std::uint64_t id, std::uint64_t line = 0)
+{
+    put_varint(out, kind | advance << 3);
+    put_varint(out, id);
+    if ((kind & 3) == 3)
+        put_varint(out, line);
+}
+
+// A batch whose clock (tsc) runs at 2 ticks per ns from tsc 1000 at 5000 ns.
+BatchHeader header(std::uint32_t count)
+{
+    BatchHeader h;
+    h.pid = 42;
+    h.tid = 43;
+    h.count = count;
+    h.id_high = 0x2a;
+    h.begin_tsc = 1000;
+    h.begin_ns = 5000;
+    h.end_tsc = 3000;
+    h.end_ns = 6000;
+    return h;
+}
+
+std::vector<Record> read_all(const BatchHeader& h, const std::vector<std::uint8_t>& bytes,
+                             std::string* fault = nullptr)
+{
+    RecordReader reader(h, bytes.data(), bytes.size());
+    std::vector<Record> records;
+    Record record;
+    while (reader.next(record))
+        records.push_back(record);
+    if (fault)
+        *fault = reader.fault() ? reader.fault() : "";
+    CHECK(reader.decoded() == records.size());
+    return records;
+}
+
+} // namespace
+
+TEST_CASE("records decode in order, with their times, ids and lines")
+{
+    std::vector<std::uint8_t> bytes;
+    put_record(bytes, 0, 0, 7);                   // call at tsc 1000
+    put_record(bytes, 3, 200, 7, 12);             // line 12 at tsc 1200
+    put_record(bytes, 4, 100, 0x99'0000'0005ULL); // far call at tsc 1300
+    put_record(bytes, 2, 1700, 9);                // near: the batch's id_high goes above it
+    const BatchHeader h = header(4);
+    std::string fault;
+    const std::vector<Record> records = read_all(h, bytes, &fault);
+    CHECK(fault.empty());
+    CHECK(check_records(h, bytes.data(), bytes.size()).empty());
+    REQUIRE(records.size() == 4);
+    CHECK(records[0].kind == RecordKind::call);
+    CHECK(records[0].id == 0x2a'0000'0007ULL);
+    CHECK(records[0].value == 5000);
+    CHECK(records[1].kind == RecordKind::line);
+    CHECK(records[1].line == 12);
+    CHECK(records[1].value == 5100);
+    CHECK(records[2].kind == RecordKind::call);
+    CHECK(records[2].id == 0x99'0000'0005ULL); // far: as written
+    CHECK(records[2].value == 5150);
+    CHECK(records[3].kind == RecordKind::ret_unwind);
+    CHECK(records[3].id == 0x2a'0000'0009ULL);
+    CHECK(records[3].value == 6000); // tsc 3000: the batch's end
+}
+
+TEST_CASE("record times stay within the batch's two readings")
+{
+    BatchHeader h = header(0);
+    CHECK(record_ns(h, 500) == 5000);   // before begin_tsc
+    CHECK(record_ns(h, 2000) == 5500);  // halfway
+    CHECK(record_ns(h, 90000) == 6000); // past end_tsc
+    h.end_tsc = h.begin_tsc;            // one reading: every record at begin_ns
+    CHECK(record_ns(h, 2000) == 5000);
+}
+
+TEST_CASE("a damaged batch says what is wrong, and where")
+{
+    std::vector<std::uint8_t> good;
+    put_record(good, 0, 1, 7);
+    put_record(good, 1, 1, 7);
+
+    SUBCASE("count mismatch")
+    {
+        CHECK(check_records(header(3), good.data(), good.size()) ==
+              "count mismatch: count=3, records=2");
+    }
+    SUBCASE("truncated varint")
+    {
+        std::vector<std::uint8_t> bytes = good;
+        bytes.push_back(0x80); // a varint that never ends
+        std::string fault;
+        CHECK(read_all(header(3), bytes, &fault).size() == 2);
+        CHECK(fault == "truncated record");
+        CHECK(check_records(header(3), bytes.data(), bytes.size()) ==
+              "truncated record at index 2");
+    }
+    SUBCASE("a line record without its line")
+    {
+        std::vector<std::uint8_t> bytes;
+        put_varint(bytes, 3 | 1 << 3);
+        put_varint(bytes, 7);
+        CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
+              "truncated record at index 0");
+    }
+    SUBCASE("a near id over 32 bits")
+    {
+        std::vector<std::uint8_t> bytes;
+        put_record(bytes, 0, 1, 0x1'0000'0000ULL);
+        CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
+              "a near id exceeds 32 bits at index 0");
+    }
+    SUBCASE("a line number over 32 bits")
+    {
+        std::vector<std::uint8_t> bytes;
+        put_record(bytes, 3, 1, 7, 0x1'0000'0000ULL);
+        CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
+              "a line number exceeds 32 bits at index 0");
+    }
+    SUBCASE("a varint over 64 bits")
+    {
+        std::vector<std::uint8_t> bytes(9, 0xff);
+        bytes.push_back(0x02);
+        CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
+              "truncated record at index 0");
+    }
+    SUBCASE("the record clock overflows")
+    {
+        BatchHeader h = header(5);
+        h.begin_tsc = 1ULL << 63;
+        h.end_tsc = ~0ULL;
+        std::vector<std::uint8_t> bytes;
+        for (int i = 0; i < 5; ++i) // the fifth advance of 2^61 - 1 passes 2^64
+            put_record(bytes, 0, (~0ULL) >> 3, 7);
+        CHECK(check_records(h, bytes.data(), bytes.size()) ==
+              "the record clock overflows at index 4");
+    }
+    SUBCASE("time going backwards")
+    {
+        BatchHeader h = header(2);
+        h.end_ns = h.begin_ns - 1;
+        std::string fault;
+        CHECK(read_all(h, good, &fault).empty());
+        CHECK(check_records(h, good.data(), good.size()) ==
+              "time goes backwards (end_ns < begin_ns or end_tsc < begin_tsc)");
+    }
+}
