@@ -37,24 +37,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def measure(events: int, report_format: str, plugin_path: str, threads: int,
-            depth: int) -> tuple:
-    """(seconds, peak RSS in KiB) of one babeltrace2 run."""
-    command = ["babeltrace2", "--plugin-path", f"{ROOT / 'tests' / 'plugin'}:{plugin_path}",
-               "-c", "source.pyustfuzz.random", "-p", 'scenario="bench"',
-               "-p", f"events={events}", "-p", f"threads={threads}", "-p", f"depth={depth}",
-               "-c", "sink.pyust.report", "-p", f'format="{report_format}"']
-    start = time.monotonic()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.monotonic() - start
-    error = child.stderr.read().decode("utf-8", "replace")
-    child.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"babeltrace2 failed: {error[-2000:]}")
-    return seconds, usage.ru_maxrss
-
-
 def wait_rss(command: list, env: dict | None = None) -> tuple:
     """(seconds, peak RSS in KiB of the command or any child it waited for, its stderr)."""
     start = time.monotonic()
@@ -66,6 +48,17 @@ def wait_rss(command: list, env: dict | None = None) -> tuple:
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{command[:4]} failed: {error[-2000:]}")
     return seconds, usage.ru_maxrss, error
+
+
+def measure(events: int, report_format: str, plugin_path: str, threads: int,
+            depth: int) -> tuple:
+    """(seconds, peak RSS in KiB) of one babeltrace2 run."""
+    command = ["babeltrace2", "--plugin-path", f"{ROOT / 'tests' / 'plugin'}:{plugin_path}",
+               "-c", "source.pyustfuzz.random", "-p", 'scenario="bench"',
+               "-p", f"events={events}", "-p", f"threads={threads}", "-p", f"depth={depth}",
+               "-c", "sink.pyust.report", "-p", f'format="{report_format}"']
+    seconds, rss, _ = wait_rss(command)
+    return seconds, rss
 
 
 def record_w1(scale: float, directory: Path) -> tuple:
