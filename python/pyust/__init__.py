@@ -64,8 +64,12 @@ def _load():
                 ) from None
             native.init(os.path.dirname(os.path.abspath(__file__)) + os.sep)
             # The native side keeps LTTng-UST consistent across fork() on its
-            # own; this announces the child's stack once Python is ready in it.
-            os.register_at_fork(after_in_child=native.after_fork_child)
+            # own, and restarts it in the child of os.fork() only (not in
+            # subprocess's fork and exec); the child hook announces the child's
+            # stack once Python is ready in it.
+            os.register_at_fork(before=native.before_os_fork,
+                                after_in_parent=native.after_os_fork_parent,
+                                after_in_child=native.after_fork_child)
             # The session watcher takes the GIL now and then: it must be gone
             # before the interpreter finalises.
             atexit.register(native.stop_watcher)

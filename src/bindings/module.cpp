@@ -73,6 +73,10 @@ PYBIND11_MODULE(_native, m)
         py::arg("origin"), py::arg("target"),
         "A greenlet switch: the frames of origin's stack stop, those of target's run again "
         "(each the top frame of its stack, or None).");
+    m.def("before_os_fork", &hook::before_os_fork,
+          "Mark this thread's fork as os.fork() (an os.register_at_fork before hook).");
+    m.def("after_os_fork_parent", &hook::after_os_fork_parent,
+          "After os.fork() in the parent (an os.register_at_fork hook).");
     m.def("after_fork_child", &hook::after_fork_child,
           "Announce the child's stack after os.fork() (an os.register_at_fork hook).");
 }

@@ -245,7 +245,8 @@ bool start_watcher() noexcept
 }
 
 // pthread_atfork handlers: they run inside fork() itself, after Python's own
-// before-fork hooks, which is where liblttng-ust-fork.so would act too.
+// before-fork hooks, which is where liblttng-ust-fork.so would act too (see
+// hook.hpp for what the child does).
 void fork_prepare() noexcept
 {
     g.forking_tid = current_tid();
@@ -262,6 +263,13 @@ void fork_parent() noexcept
 // thread lives on under a new tid with its old name.
 void fork_child() noexcept
 {
+    const bool is_os_fork = g.os_fork_tid != 0 && g.os_fork_tid == g.forking_tid;
+    g.os_fork_tid = 0;
+    if (!is_os_fork) {
+        // About to exec (subprocess): LTTng-UST's locks may stay taken, its signal mask not.
+        pthread_sigmask(SIG_SETMASK, &g.fork_sigset, nullptr);
+        return;
+    }
     lttng_ust_after_fork_child(&g.fork_sigset);
     // The watcher thread does not exist in the child, and its lock may have
     // been held at the fork: start afresh (after_fork_child restarts it).
@@ -589,6 +597,16 @@ void flush(bool is_final) noexcept
 {
     if (g.is_initialised)
         g.emitter->flush_all(is_final);
+}
+
+void before_os_fork() noexcept
+{
+    g.os_fork_tid = current_tid();
+}
+
+void after_os_fork_parent() noexcept
+{
+    g.os_fork_tid = 0;
 }
 
 void after_fork_child() noexcept

@@ -29,9 +29,11 @@ struct State {
     std::unique_ptr<Registry> registry;
     Emitter* emitter = nullptr; // the standard or the fast mode's
     bool has_batched = false;   // the fast mode's emitter was used
-    // Fork protocol: LTTng-UST's saved signal mask, and the forking thread.
+    // Fork protocol: LTTng-UST's saved signal mask, the forking thread, and the thread in
+    // os.fork() (its before hook ran: Python goes on in the child).
     sigset_t fork_sigset;
     std::int64_t forking_tid = 0;
+    std::int64_t os_fork_tid = 0;
 };
 
 // Guarded by the GIL. Never destroyed: daemon threads may still be inside

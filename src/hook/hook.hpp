@@ -85,10 +85,24 @@ std::uint64_t emitted_events() noexcept;
 // which skips the interpreter's exit). final: no more records follow.
 void flush(bool is_final) noexcept;
 
-// After os.fork() in the child, once Python is ready there (registered with
-// os.register_at_fork): names the child's thread and announces its stack, so
-// the child's stream is balanced. LTTng-UST itself is kept consistent across
-// fork() by pthread_atfork handlers that init() installs (no LD_PRELOAD).
+// LTTng-UST is kept consistent across fork() by pthread_atfork handlers that
+// init() installs (no LD_PRELOAD). In the child of os.fork() they restart it
+// (its own registration, listener threads and file descriptors); in the child
+// of any other fork (subprocess's fork and exec, which does not run Python's
+// fork hooks) they only give back its signal mask: starting LTTng-UST's
+// threads there would race with subprocess closing every descriptor before
+// exec, and LTTng-UST aborts on a descriptor closed behind its back.
+//
+// Before os.fork() (an os.register_at_fork before hook): marks this thread's
+// fork as one Python goes on from in the child.
+void before_os_fork() noexcept;
+
+// After os.fork() in the parent (os.register_at_fork).
+void after_os_fork_parent() noexcept;
+
+// After os.fork() in the child, once Python is ready there (os.register_at_fork):
+// names the child's thread and announces its stack, so the child's stream is
+// balanced.
 void after_fork_child() noexcept;
 
 } // namespace pyust::hook
