@@ -179,7 +179,8 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kernel", action="store_true",
                         help="also record the program's system calls and scheduling "
                              "(sched_switch): with LTTng's kernel tracer when lttng-modules "
-                             "is loaded, else with perf into TRACE/kernel-perf (root)")
+                             "is loaded, else with perf into TRACE/kernel-perf and "
+                             "TRACE/kernel-perf-sched (root)")
     _add_hook_options(parser)
     return parser
 

@@ -11,9 +11,13 @@ Two recorders, chosen in this order:
 
   perf (when the kernel tracer is absent, as in most containers and on kernels
   without the modules): `perf record -k mono` on raw_syscalls:sys_enter/sys_exit
-  and sched:sched_switch for the traced process, its threads and the processes
-  it forks, converted at the end with `perf data convert --to-ctf` into
-  TRACE/kernel-perf. `-k mono` stamps events with CLOCK_MONOTONIC, the clock
+  for the traced process, its threads and the processes it forks, and a second
+  `perf record -a` on sched:sched_switch, filtered on the program's command
+  name (a switch to a thread is recorded in the context of the task it
+  replaces, which a per-process recording misses: without it, time off the CPU
+  would last until the thread's next event). Both are converted at the end
+  with `perf data convert --to-ctf` into TRACE/kernel-perf and
+  TRACE/kernel-perf-sched. `-k mono` stamps events with CLOCK_MONOTONIC, the clock
   LTTng-UST reads; perf's CTF clock has no offset (origin: boot), so its offset
   is set to the one LTTng wrote for the user-space trace: both then map the
   same clock value to the same time, and babeltrace2 merges them on one
@@ -42,7 +46,11 @@ from . import lttng
 
 KERNEL_CHANNEL = "pyust-kernel"
 PERF_DIR = "kernel-perf"
-PERF_EVENTS = "raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch"
+PERF_SCHED_DIR = "kernel-perf-sched"
+PERF_SYSCALLS = "raw_syscalls:sys_enter,raw_syscalls:sys_exit"
+PERF_SCHED = "sched:sched_switch"
+# A command name perf's filter can quote as is (the kernel's comm: at most 15 bytes).
+_COMM_RE = re.compile(r"[A-Za-z0-9._+-]{1,15}\Z")
 TRACEFS = "/sys/kernel/tracing"
 # How long perf may take to open its events (it reads every tracepoint's format first).
 PERF_READY_TIMEOUT = 30.0
@@ -148,35 +156,28 @@ class LttngKernelRecorder(Recorder):
         return f"pyust: kernel events (LTTng kernel tracer) in {os.path.join(trace, 'kernel')}"
 
 
-class PerfRecorder(Recorder):
-    """perf record -k mono on the traced process, converted to CTF at the end."""
+class _Perf:
+    """One `perf record` of the recorder: its process, control pipe, data and log."""
 
-    kind = "perf"
-
-    def __init__(self):
-        self.workdir = tempfile.mkdtemp(prefix="pyust-perf-")
-        self.data = os.path.join(self.workdir, "perf.data")
-        self.log = os.path.join(self.workdir, "perf.log")
-        self.perf = None
+    def __init__(self, workdir: str, name: str, target: str):
+        self.data = os.path.join(workdir, f"{name}.data")
+        self.log = os.path.join(workdir, f"{name}.log")
+        self.target = target  # the CTF directory under the trace
+        self.process = None
         self.control = None
 
-    def spawn(self, command: list, env: dict) -> subprocess.Popen:
-        return _spawn_gated(command, env, self._attach)
-
-    def _attach(self, pid: int) -> None:
-        """Starts perf on pid with its events disabled, enables them through
-        perf's control descriptors and waits for perf's acknowledgement."""
+    def start(self, options: list) -> None:
+        """Starts perf with its events disabled, enables them through perf's control
+        descriptors and waits for perf's acknowledgement. Raises KernelUnavailable."""
         ctl_r, ctl_w = os.pipe()
         ack_r, ack_w = os.pipe()
-        # -p follows the threads the process creates and the processes it forks
-        # (inherit is perf's default with -p); -D -1: events start disabled.
-        command = ["perf", "record", "--quiet", "-k", "mono", "-e", PERF_EVENTS,
-                   "-p", str(pid), "-o", self.data, "-D", "-1",
-                   f"--control=fd:{ctl_r},{ack_w}"]
+        # -D -1: events start disabled.
+        command = ["perf", "record", "--quiet", "-k", "mono", *options, "-o", self.data,
+                   "-D", "-1", f"--control=fd:{ctl_r},{ack_w}"]
         with open(self.log, "wb") as log:
-            self.perf = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=log, pass_fds=(ctl_r, ack_w),
-                                         start_new_session=True)
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=log, pass_fds=(ctl_r, ack_w),
+                                            start_new_session=True)
         os.close(ctl_r)
         os.close(ack_w)
         # The control pipe stays open while perf runs: perf takes its end for a command.
@@ -187,10 +188,10 @@ class PerfRecorder(Recorder):
         finally:
             os.close(ack_r)
         if not ack.startswith(b"ack"):
-            self._kill()
-            raise KernelUnavailable(f"perf record did not start: {self._log_line()}")
+            self.kill()
+            raise KernelUnavailable(f"perf record did not start: {self.log_line()}")
 
-    def _log_line(self) -> str:
+    def log_line(self) -> str:
         try:
             with open(self.log, errors="replace") as log:
                 lines = [line.strip() for line in log if line.strip()]
@@ -198,42 +199,115 @@ class PerfRecorder(Recorder):
             lines = []
         return lines[-1] if lines else "no message"
 
-    def _kill(self) -> None:
-        if self.perf and self.perf.poll() is None:
-            self.perf.kill()
-            self.perf.wait()
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._close()
 
     def stop(self) -> None:
-        if self.perf is None:
+        if self.process is None:
             return
-        if self.perf.poll() is None:
-            self.perf.send_signal(signal.SIGINT)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
         try:
-            self.perf.wait(timeout=120)
+            self.process.wait(timeout=120)
         except subprocess.TimeoutExpired:
-            self._kill()
+            self.kill()
+        self._close()
+
+    def _close(self) -> None:
         if self.control is not None:
             os.close(self.control)
             self.control = None
 
+    def convert(self, trace: str, offset: int) -> tuple:
+        """Converts the data into trace/target with the clock at offset: (directory,
+        events or None), or raises KernelUnavailable with perf's last line."""
+        target = os.path.join(trace, self.target)
+        result = subprocess.run(["perf", "data", "convert", "--to-ctf", target,
+                                 "-i", self.data, "--force"],
+                                capture_output=True, text=True, timeout=600)
+        if result.returncode != 0 or not os.path.isfile(os.path.join(target, "metadata")):
+            lines = (result.stderr or result.stdout).strip().splitlines()
+            raise KernelUnavailable(str(lines[-1] if lines else result.returncode))
+        align_perf_clock(os.path.join(target, "metadata"), offset)
+        samples = re.search(r"\((\d+) samples\)", result.stdout + result.stderr)
+        return target, int(samples.group(1)) if samples else None
+
+
+class PerfRecorder(Recorder):
+    """perf record -k mono on the traced process (system calls) and on every CPU
+    (sched_switch of its command name), converted to CTF at the end."""
+
+    kind = "perf"
+
+    def __init__(self):
+        self.workdir = tempfile.mkdtemp(prefix="pyust-perf-")
+        self.syscalls = _Perf(self.workdir, "syscalls", PERF_DIR)
+        self.sched = _Perf(self.workdir, "sched", PERF_SCHED_DIR)
+        self.started = []
+
+    def spawn(self, command: list, env: dict) -> subprocess.Popen:
+        return _spawn_gated(command, env, self._attach)
+
+    def _attach(self, pid: int) -> None:
+        """Starts both perfs on pid (still in the gate, with the command name of the program
+        it becomes: both are sys.executable). When the system-wide one cannot run, the
+        per-process one records sched_switch too (the switches away only)."""
+        try:
+            with open(f"/proc/{pid}/comm") as file:
+                comm = file.read().strip()
+        except OSError:
+            comm = ""
+        sched_note = None
+        if _COMM_RE.match(comm):
+            try:
+                self.sched.start(["-a", "-e", PERF_SCHED, "--filter",
+                                  f'prev_comm == "{comm}" || next_comm == "{comm}"'])
+                self.started.append(self.sched)
+            except KernelUnavailable as error:
+                sched_note = str(error)
+        else:
+            sched_note = f"its command name {comm!r} cannot go in a perf filter"
+        events = PERF_SYSCALLS if self.started else f"{PERF_SYSCALLS},{PERF_SCHED}"
+        # -p follows the threads the process creates and the processes it forks (inherit is
+        # perf's default with -p).
+        try:
+            self.syscalls.start(["-e", events, "-p", str(pid)])
+        except KernelUnavailable:
+            self.sched.kill()
+            self.started.clear()
+            raise
+        self.started.append(self.syscalls)
+        if sched_note:
+            print("pyust: warning: no system-wide sched_switch recording "
+                  f"({sched_note}): time off the CPU lasts until each thread's next event",
+                  file=sys.stderr)
+
+    def stop(self) -> None:
+        for perf in self.started:
+            perf.stop()
+
     def finish(self, trace: str) -> str | None:
         try:
-            if self.perf is None or not os.path.exists(self.data):
+            if not self.started or not os.path.exists(self.syscalls.data):
                 return None
-            target = os.path.join(trace, PERF_DIR)
-            result = subprocess.run(["perf", "data", "convert", "--to-ctf", target,
-                                     "-i", self.data, "--force"],
-                                    capture_output=True, text=True, timeout=600)
-            if result.returncode != 0 or not os.path.isfile(os.path.join(target, "metadata")):
-                lines = (result.stderr or result.stdout).strip().splitlines()
-                return ("pyust: warning: perf data convert failed, the trace has no kernel "
-                        f"events: {lines[-1] if lines else result.returncode}")
             offset, source = lttng_clock_offset(trace)
-            align_perf_clock(os.path.join(target, "metadata"), offset)
-            samples = re.search(r"\((\d+) samples\)", result.stdout + result.stderr)
-            count = f"{samples.group(1)} " if samples else ""
-            return (f"pyust: kernel events (perf): {count}in {target}, clock aligned to "
-                    f"{source}")
+            parts = []
+            for perf, what in ((self.syscalls, "system calls"), (self.sched, "sched_switch")):
+                if perf not in self.started or not os.path.exists(perf.data):
+                    continue
+                try:
+                    target, count = perf.convert(trace, offset)
+                except KernelUnavailable as error:
+                    if perf is self.syscalls:
+                        return ("pyust: warning: perf data convert failed, the trace has no "
+                                f"kernel events: {error}")
+                    parts.append(f"no {what} (perf data convert failed: {error})")
+                    continue
+                parts.append(f"{what}: {'' if count is None else f'{count} '}in {target}")
+            return f"pyust: kernel events (perf): {'; '.join(parts)}, clock aligned to {source}"
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -311,7 +385,7 @@ def lttng_clock_offset(trace: str) -> tuple:
     a trace, CLOCK_REALTIME - CLOCK_MONOTONIC measured now."""
     for directory, subdirs, files in os.walk(trace):
         subdirs.sort()
-        if "metadata" not in files or os.path.basename(directory) == PERF_DIR:
+        if "metadata" not in files or os.path.basename(directory) in (PERF_DIR, PERF_SCHED_DIR):
             continue
         try:
             text = _metadata_text(os.path.join(directory, "metadata"))

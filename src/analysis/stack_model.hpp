@@ -262,6 +262,9 @@ public:
     // listener throws.
     Thread& thread_at(const ThreadKey& key, Timestamp ts, std::uint64_t stream);
 
+    // Whether an event of this thread came (thread_at). noexcept.
+    bool has_thread(const ThreadKey& key) const noexcept { return m_threads.count(key) != 0; }
+
     // python:call. Precondition (here and below): thread comes from thread_at for this event.
     // Throws std::bad_alloc or whatever the listener throws (for the calls below too).
     void on_call(Thread& thread, std::uint64_t code_id);
@@ -309,8 +312,9 @@ public:
     void on_switch_out(Thread& thread);
 
     // sched_switch to the thread tid at ts: closes its [off-cpu] frame, if the model knows a
-    // thread of that tid (in any process) and it is off the CPU. (perf records per task only
-    // the switches away from the task: there the thread's next event ends the frame.)
+    // thread of that tid (in any process) and it is off the CPU. (A switch to a thread is
+    // recorded in the context of the task it replaces; when the trace lacks those, the
+    // thread's next event ends the frame.)
     void on_switch_in(std::int64_t tid, Timestamp ts);
 
     // python:line: code_id's frame now runs line.

@@ -175,14 +175,20 @@ def count_ust(trace: str, pid: int, timeout: float = COUNT_TIMEOUT) -> dict | No
     return counts if status == 0 else None
 
 
+# What perf writes below the trace: system calls, and the system-wide sched_switch.
+KERNEL_DIRS = ("kernel-perf", "kernel-perf-sched")
+
+
 def count_kernel(trace: str, timeout: float = COUNT_TIMEOUT) -> int | None:
-    """Events of the perf trace (all the workload's: perf follows its pid),
-    by babeltrace2's counter; 0 without one, None when babeltrace2 fails."""
-    directory = os.path.join(trace, "kernel-perf")
-    if not os.path.isdir(directory):
+    """Events of the perf traces (the workload's system calls: perf follows its pid; the
+    switches of its command name), by babeltrace2's counter; 0 without them, None when
+    babeltrace2 fails."""
+    directories = [os.path.join(trace, d) for d in KERNEL_DIRS
+                   if os.path.isdir(os.path.join(trace, d))]
+    if not directories:
         return 0
     try:
-        done = subprocess.run(["babeltrace2", directory, "--component=sink.utils.counter"],
+        done = subprocess.run(["babeltrace2", *directories, "--component=sink.utils.counter"],
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
@@ -289,7 +295,8 @@ class Runner(overhead.Runner):
         result["kernel_note"] = next((line for line in stderr.splitlines()
                                       if "kernel events" in line), None)
         result["trace_bytes_ust"] = overhead.tree_size(os.path.join(output, "ust"))
-        result["trace_bytes_kernel"] = overhead.tree_size(os.path.join(output, "kernel-perf"))
+        result["trace_bytes_kernel"] = sum(overhead.tree_size(os.path.join(output, d))
+                                           for d in KERNEL_DIRS)
         if self.options.no_count:
             return
         ust = count_ust(output, result["pid"])

@@ -123,6 +123,60 @@ def test_durations_nest(kernel_trace):
     assert "(kernel)" in report(trace, pid, "profile")
 
 
+SPINNER = """\
+    import os, sys
+
+    def spin():
+        # One C call, no Python event inside: only the kernel's switches show its time off the
+        # CPU, which the busy process beside it on the same CPU takes about half of.
+        return sum(range(40_000_000))
+
+    spin()
+    with open(sys.argv[1], "w") as pid_file:
+        pid_file.write(str(os.getpid()))
+"""
+
+
+def test_off_cpu_ends_when_the_thread_runs_again(tmp_path):
+    """Preempted in a long C call, the thread is switched back in by another task: the
+    system-wide sched_switch recording ends each [off-cpu] there, so the call shows many
+    short ones. (Recorded per task only, the first would last until spin's return.)"""
+    reason = kernel_unavailable()
+    if reason:
+        pytest.skip(reason)
+    if os.path.exists("/proc/lttng"):
+        pytest.skip("lttng-modules is loaded: this is perf's path")
+    program = tmp_path / "spin.py"
+    program.write_text(textwrap.dedent(SPINNER))
+    pid_file = tmp_path / "pid"
+    trace = tmp_path / "trace"
+    busy = subprocess.Popen(["taskset", "-c", "0", PYTHON, "-c", "while True: pass"])
+    try:
+        result = subprocess.run(["taskset", "-c", "0", PYTHON, "-m", "pyust", "run", "--kernel",
+                                 "-o", str(trace), "--", str(program), str(pid_file)],
+                                capture_output=True, text=True, timeout=300, env=child_env())
+    finally:
+        busy.kill()
+        busy.wait()
+    assert result.returncode == 0, result.stderr
+    assert "sched_switch: " in result.stderr and "no system-wide" not in result.stderr, \
+        result.stderr
+    pid = int(pid_file.read_text())
+    events = json.loads(report(trace, pid, "chrome"))["traceEvents"]
+    frames = [e for e in events if e.get("ph") == "X" and e["pid"] == pid]
+    (spin,) = [e for e in frames if e["name"] == "__main__:spin"]
+    off_cpu = [e for e in frames if e["name"] == "[off-cpu]" and e["tid"] == spin["tid"]
+               and spin["ts"] <= e["ts"] <= spin["ts"] + spin["dur"]]
+    assert len(off_cpu) >= 2, off_cpu
+    # About half of spin's time; recorded per task, nearly all of it after the first switch.
+    assert sum(e["dur"] for e in off_cpu) < 0.9 * spin["dur"], (off_cpu, spin)
+    # Without --pid: no thread of the busy process (or of any other task it switched with).
+    everything = run_pyust(["report", str(trace), "--format", "chrome"])
+    assert everything.returncode == 0, everything.stderr
+    spans = [e for e in json.loads(everything.stdout)["traceEvents"] if e.get("ph") == "X"]
+    assert {e["pid"] for e in spans} == {pid}
+
+
 def user_space_complete(trace: Path, pid: int) -> None:
     stacks = folded(report(trace, pid, "folded"))
     assert WRITER in stacks and SLEEPER in stacks, sorted(stacks)

@@ -65,6 +65,16 @@ def test_folded_selected(variant, selection):
     assert session(variant, "format=folded", selection).splitlines() == OURS
 
 
+# A task whose only event is a switch to one of ours (swapper here; any process in a
+# system-wide recording) is no thread of the report: its switch only ends our [off-cpu].
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_switching_task_is_no_thread(variant):
+    tree = session(variant, "format=tree")
+    assert "pid %d tid %d: 9 events" % (PID, TID) in tree
+    assert "pid 77 tid 77: 2 events" in tree
+    assert "pid 0 " not in tree
+
+
 def spans(text):
     data = json.loads(text)
     return [e for e in data["traceEvents"] if e["ph"] == "X"]

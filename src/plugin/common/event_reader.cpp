@@ -316,6 +316,15 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
     return true;
 }
 
+bool EventReader::apply_foreign_switch(analysis::StackModel& model, const PythonEvent& event)
+{
+    if (event.kind != PythonKind::sched_switch || model.has_thread(event.key))
+        return false;
+    if (event.next_tid > 0)
+        model.on_switch_in(event.next_tid, event.ts);
+    return true;
+}
+
 void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
                         const PythonEvent& event)
 {

@@ -81,6 +81,12 @@ public:
     static void apply(analysis::StackModel& model, analysis::Thread& thread,
                       const PythonEvent& event);
 
+    // A sched_switch in the context of a task the trace shows nothing else of (perf's
+    // system-wide recording of the switches: another process, swapper, or a thread before
+    // its first event) only says that next_tid runs again: applies that, creating no thread.
+    // Returns whether event was such a switch. Throws nothing but std::bad_alloc.
+    static bool apply_foreign_switch(analysis::StackModel& model, const PythonEvent& event);
+
     // Feeds a discarded-events message to the model (times are the message's, or 0 when its
     // stream class has none). Throws Error, std::bad_alloc.
     void read_discarded(const bt_message* message, analysis::StackModel& model);

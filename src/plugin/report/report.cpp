@@ -320,6 +320,8 @@ void ReportSink::process(const bt_message* message)
                 m_modules->on_code(m_event.id, m_event.owner);
             return;
         }
+        if (EventReader::apply_foreign_switch(m_model, m_event))
+            return;
         if ((m_pid && *m_pid != m_event.key.pid) || (m_tid && *m_tid != m_event.key.tid)) {
             // LTTng records the switch back to a thread in the context of the task it replaces
             // (another process, swapper): it still ends the selected thread's [off-cpu].
