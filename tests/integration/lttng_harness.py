@@ -162,6 +162,18 @@ def read_trace(path, owner: Path | None = None, *, expand: bool | None = None) -
     return Trace(events=events, discarded=lines[-1]["discarded"])
 
 
+def count_trace(path, *, expand: bool | None = None) -> tuple:
+    """({event name: events}, events reported discarded) of the trace at path, without
+    reading the events into Python (read_trace.py --count): for traces of millions."""
+    command = [READER, str(Path(__file__).with_name("read_trace.py")), str(path), "--count"]
+    if FAST if expand is None else expand:
+        command += ["--expand", plugin_dir()]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=READ_TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    last = json.loads(result.stdout)
+    return last["counts"], last["discarded"]
+
+
 def assert_balanced(trace: Trace, thread_events: list, *, closed: bool = True):
     """A thread's calls and returns nest: every return closes the innermost
     open call of the same code, depth never goes negative, and (closed)
