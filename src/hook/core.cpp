@@ -554,7 +554,8 @@ void stop_watcher() noexcept
     if (!is_running)
         return;
     // The watcher may be waiting for the GIL: let it have it.
-    Py_BEGIN_ALLOW_THREADS pthread_join(w.thread, nullptr);
+    Py_BEGIN_ALLOW_THREADS
+        pthread_join(w.thread, nullptr);
     Py_END_ALLOW_THREADS
 }
 

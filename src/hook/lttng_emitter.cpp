@@ -56,9 +56,12 @@ public:
     }
     bool is_recording() const noexcept override
     {
+        // clang-format takes the event name `return` for the keyword.
+        // clang-format off
         return lttng_ust_tracepoint_enabled(python, call) ||
-               lttng_ust_tracepoint_enabled(python, return ) ||
+               lttng_ust_tracepoint_enabled(python, return) ||
                lttng_ust_tracepoint_enabled(python, line);
+        // clang-format on
     }
 };
 

@@ -138,9 +138,9 @@ private:
 // Runs body (which returns a Status) for a C callback and converts whatever it throws: out of
 // memory gives memory_error, anything else error, each with an error cause "<action>: <what>".
 // action reads "Cannot X" ("Cannot initialize sink.pyust.report"). noexcept.
-template <typename Status, typename Body> Status guard(const CauseSink& cause, const char* action,
-                                                       Status error, Status memory_error,
-                                                       Body&& body) noexcept
+template <typename Status, typename Body>
+Status guard(const CauseSink& cause, const char* action, Status error, Status memory_error,
+             Body&& body) noexcept
 {
     try {
         return body();

@@ -52,7 +52,8 @@ void take_each(bt_message_array_const messages, std::uint64_t count, Take&& take
 
 // The "next" bridge of a filter whose message iterator data is an Iterator:
 // calls its next(messages, capacity, count) under guard(). noexcept.
-template <typename Iterator> bt_message_iterator_class_next_method_status
+template <typename Iterator>
+bt_message_iterator_class_next_method_status
 next_bridge(bt_self_message_iterator* self, bt_message_array_const messages, std::uint64_t capacity,
             std::uint64_t* count, const char* action) noexcept
 {
