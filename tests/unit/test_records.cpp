@@ -148,7 +148,7 @@ TEST_CASE("a damaged batch says what is wrong, and where")
         std::vector<std::uint8_t> bytes(9, 0xff);
         bytes.push_back(0x02);
         CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
-              "truncated record at index 0");
+              "a varint exceeds 64 bits at index 0");
     }
     SUBCASE("the record clock overflows")
     {

@@ -7,20 +7,21 @@ namespace {
 
 __extension__ typedef unsigned __int128 Wide;
 
-// Reads an unsigned LEB128 varint at *at (advancing it). Returns false when the
-// bytes end before the varint does or it does not fit 64 bits.
-bool read_varint(const std::uint8_t*& at, const std::uint8_t* end, std::uint64_t& value) noexcept
+// Reads an unsigned LEB128 varint at *at (advancing it). Returns null, or what is
+// wrong: the bytes end before the varint does, or it does not fit 64 bits.
+const char* read_varint(const std::uint8_t*& at, const std::uint8_t* end,
+                        std::uint64_t& value) noexcept
 {
     value = 0;
     for (unsigned shift = 0; at < end; shift += 7) {
         const std::uint8_t byte = *at++;
         if (shift == 63 && byte > 1)
-            return false; // more than 64 bits
+            return "a varint exceeds 64 bits";
         value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
         if (!(byte & 0x80))
-            return true;
+            return nullptr;
     }
-    return false;
+    return "truncated record";
 }
 
 } // namespace
@@ -50,10 +51,11 @@ bool RecordReader::next(Record& record) noexcept
         return false;
     std::uint64_t head = 0;
     std::uint64_t id = 0;
-    if (!read_varint(m_at, m_end, head) || !read_varint(m_at, m_end, id)) {
-        m_fault = "truncated record";
+    m_fault = read_varint(m_at, m_end, head);
+    if (!m_fault)
+        m_fault = read_varint(m_at, m_end, id);
+    if (m_fault)
         return false;
-    }
     const unsigned kind = head & 7;
     const std::uint64_t advance = head >> 3;
     if (m_tsc + advance < m_tsc) {
@@ -73,10 +75,8 @@ bool RecordReader::next(Record& record) noexcept
     record.line = 0;
     if (record.kind == RecordKind::line) {
         std::uint64_t line = 0;
-        if (!read_varint(m_at, m_end, line)) {
-            m_fault = "truncated record";
+        if ((m_fault = read_varint(m_at, m_end, line)))
             return false;
-        }
         if (line > 0xffffffffu) {
             m_fault = "a line number exceeds 32 bits";
             return false;
