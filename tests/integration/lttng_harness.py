@@ -135,18 +135,24 @@ class Trace:
         return self.flow(kept)
 
 
+def _read(path, expand: bool | None, *options) -> str:
+    """The output of read_trace.py on the trace at path (through filter.pyust.expand when
+    expand, or by default in the fast mode)."""
+    command = [READER, str(Path(__file__).with_name("read_trace.py")), str(path), *options]
+    if FAST if expand is None else expand:
+        command += ["--expand", plugin_dir()]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=READ_TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def read_trace(path, owner: Path | None = None, *, expand: bool | None = None) -> Trace:
     """The trace at path. A session records every process that emits python:*
     events on the machine; with owner, keep only the processes of the test's
     programs: those that registered code from a file under owner, and their
     forked children (which call code ids carrying such a process's pid).
     expand: read through filter.pyust.expand (default: in the fast mode)."""
-    command = [READER, str(Path(__file__).with_name("read_trace.py")), str(path)]
-    if FAST if expand is None else expand:
-        command += ["--expand", plugin_dir()]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=READ_TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    lines = [json.loads(line) for line in _read(path, expand).splitlines()]
     events = lines[:-1]
     if owner is not None:
         prefix = str(owner) + os.sep
@@ -165,12 +171,7 @@ def read_trace(path, owner: Path | None = None, *, expand: bool | None = None) -
 def count_trace(path, *, expand: bool | None = None) -> tuple:
     """({event name: events}, events reported discarded) of the trace at path, without
     reading the events into Python (read_trace.py --count): for traces of millions."""
-    command = [READER, str(Path(__file__).with_name("read_trace.py")), str(path), "--count"]
-    if FAST if expand is None else expand:
-        command += ["--expand", plugin_dir()]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=READ_TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    last = json.loads(result.stdout)
+    last = json.loads(_read(path, expand, "--count"))
     return last["counts"], last["discarded"]
 
 
