@@ -54,20 +54,27 @@ struct pyust_batch_header {
  * rundown).
  *   id          the code object's id, used by every other event
  *   module      the module's __name__ when the code first ran ("__main__" for
- *               the script), "?" when it is not a str
+ *               the script), "?" when it is not a str or is empty
  *   qualname    the qualified name (co_qualname; co_name before Python 3.11)
- *   file        co_filename, as the interpreter has it
+ *   file        co_filename, as the interpreter has it; "<no file name>" when
+ *               it is empty (babeltrace2 2.0.4 prints an empty string field
+ *               as the value the field had in an earlier event)
  *   first_line  co_firstlineno
+ *   name        co_name: differs from the qualified name's last part when the
+ *               code was renamed (code.replace(co_name=...), as numpy 1.24's
+ *               dispatch wrappers are), which is what tells such code apart
+ * No string field is ever empty.
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, code,
     LTTNG_UST_TP_ARGS(uint64_t, id, const char *, module, const char *, qualname,
-                      const char *, file, uint32_t, first_line),
+                      const char *, file, uint32_t, first_line, const char *, name),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer_hex(uint64_t, id, id)
         lttng_ust_field_string(module, module)
         lttng_ust_field_string(qualname, qualname)
         lttng_ust_field_string(file, file)
-        lttng_ust_field_integer(uint32_t, first_line, first_line)))
+        lttng_ust_field_integer(uint32_t, first_line, first_line)
+        lttng_ust_field_string(name, name)))
 
 /*
  * python:call - a Python frame starts running: a function call, and also

@@ -32,17 +32,10 @@ std::string format_ms(Timestamp ns)
     return printf_string("%.3f", static_cast<double>(ns) / 1e6);
 }
 
+// Where a frame's code is: the model's rule (StackModel::location).
 std::string location(const StackModel& model, FrameId id)
 {
-    if (id.is_kernel)
-        return "(kernel)";
-    if (id.is_c)
-        return "(C)";
-    const CodeInfo* info = model.code(id.value);
-    // No python:code named it (or only its call event did: no file then).
-    if (!info || info->file.empty())
-        return "(unregistered)";
-    return info->file + ':' + std::to_string(info->first_line);
+    return model.location(id);
 }
 
 std::string json_string(const std::string& text)
@@ -275,8 +268,9 @@ void write_lines(const StackModel& model, std::ostream& out)
     std::map<std::tuple<std::string, std::uint32_t, std::string>, LineStats> rows;
     for (const auto& [key, stats] : model.lines()) {
         const CodeInfo* info = model.code(key.code_id);
-        LineStats& row = rows[std::make_tuple(info ? info->file : std::string("?"), key.line,
-                                              model.label(FrameId{key.code_id, false}))];
+        LineStats& row =
+            rows[std::make_tuple(info && info->is_registered ? info->file : std::string("?"),
+                                 key.line, model.label(FrameId{key.code_id, false}))];
         row.hits += stats.hits;
         row.total_ns += stats.total_ns;
     }
@@ -625,15 +619,11 @@ void write_top(const StackModel& model, const FunctionTable& before, const Funct
         const double share = length > 0 ? 100.0 * static_cast<double>(row.interval.self_ns) /
                                               static_cast<double>(length)
                                         : 0.0;
-        const CodeInfo* info = row.id.is_c || row.id.is_native ? nullptr : model.code(row.id.value);
         out << printf_string("%7.1f %10s %10s %8" PRIu64 " %12s %10" PRIu64 "  ", share,
                              format_ms(row.interval.self_ns).c_str(),
                              format_ms(row.interval.total_ns).c_str(), row.interval.calls,
                              format_ms(row.since.self_ns).c_str(), row.since.calls)
-            << model.label(row.id) << "  "
-            << (info && info->file.empty() ? std::string("(named by its call)")
-                                           : location(model, row.id))
-            << '\n';
+            << model.label(row.id) << "  " << location(model, row.id) << '\n';
     }
     if (shown < rows.size())
         out << "(" << rows.size() - shown << " more)\n";

@@ -83,14 +83,60 @@ void StackModel::set_window(Timestamp begin, Timestamp end) noexcept
     m_end = end;
 }
 
+std::string code_label(const CodeInfo& info)
+{
+    std::string label;
+    // Code run without a module (exec'd with globals that have no __name__) is told apart by
+    // its file: every jinja2 template would otherwise be "?:root".
+    if (info.is_registered && info.module == "?")
+        label = info.file;
+    else
+        label = info.module;
+    label.push_back(':');
+    label.append(info.qualname);
+    // One code object per `def` is the rule; but code.replace(co_name=...) makes renamed copies
+    // of one function's code (numpy's array_function_dispatch wrappers: every public_api is
+    // named after the function it dispatches), and co_name is then what tells them apart.
+    // Before 3.11 the qualified name is co_name itself: equal, nothing added.
+    if (!info.name.empty()) {
+        const std::size_t dot = info.qualname.rfind('.');
+        const std::string_view last = dot == std::string::npos
+                                          ? std::string_view(info.qualname)
+                                          : std::string_view(info.qualname).substr(dot + 1);
+        if (last != info.name) {
+            label.push_back('[');
+            label.append(info.name);
+            label.push_back(']');
+        }
+    }
+    return label;
+}
+
 void StackModel::on_code(std::uint64_t id, std::string module, std::string qualname,
-                         std::string file, std::uint32_t first_line)
+                         std::string file, std::uint32_t first_line, std::string name)
 {
     CodeInfo& info = m_codes[id];
     info.module = printable(module);
     info.qualname = printable(qualname);
-    info.file = printable(file);
+    info.name = printable(name);
+    info.file = file.empty() ? std::string(no_file_name) : printable(file);
     info.first_line = first_line;
+    info.is_registered = true;
+    info.label = code_label(info);
+}
+
+bool StackModel::on_call_name(std::uint64_t id, std::string_view name)
+{
+    if (name.empty())
+        return false;
+    const auto [it, is_new] = m_codes.try_emplace(id);
+    if (!is_new)
+        return false;
+    CodeInfo& info = it->second;
+    info.module = "?";
+    info.qualname = printable(name);
+    info.label = code_label(info);
+    return true;
 }
 
 void StackModel::on_thread_name(const ThreadKey& key, std::string name)
@@ -412,10 +458,24 @@ std::string StackModel::label(FrameId id) const
     if (id.is_c)
         return id.value < m_c_labels.size() ? m_c_labels[id.value] : std::string("<C ?>");
     if (const CodeInfo* info = code(id.value))
-        return info->module + ':' + info->qualname;
+        return info->label;
     char text[40];
     std::snprintf(text, sizeof text, "<unknown 0x%llx>", static_cast<unsigned long long>(id.value));
     return text;
+}
+
+std::string StackModel::location(FrameId id) const
+{
+    if (id.is_kernel)
+        return "(kernel)";
+    if (id.is_c)
+        return "(C)";
+    const CodeInfo* info = code(id.value);
+    if (!info)
+        return "(unregistered)";
+    if (!info->is_registered)
+        return "(named by its call)";
+    return info->file + ':' + std::to_string(info->first_line);
 }
 
 const CodeInfo* StackModel::code(std::uint64_t id) const noexcept

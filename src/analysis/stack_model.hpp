@@ -81,13 +81,35 @@ struct FrameIdHash {
     }
 };
 
-// The names behind a Python code id (python:code).
+// What a file name of python:code reads as when the code was compiled with an empty one
+// (compile(source, "", "exec"): attrs' generated classes). The hook records this placeholder
+// itself (src/hook/registry.hpp has the same text); traces of older hooks hold "". Angle
+// brackets, like CPython's own "<string>" and "<frozen ...>": no file on disk is named so.
+inline constexpr std::string_view no_file_name = "<no file name>";
+
+// The names behind a Python code id: what its python:code event said, or, until one comes,
+// the name its call events carry (is_registered false: a live reader or a trace chunk that
+// starts after the registration).
 struct CodeInfo {
-    std::string module;
-    std::string qualname;
-    std::string file;
+    std::string module;   // "?" when the code ran without a str __name__ (exec'd code)
+    std::string qualname; // co_qualname (co_name before Python 3.11)
+    std::string name;     // co_name; empty in traces of hooks that did not record it
+    std::string file;     // no_file_name for an empty co_filename
     std::uint32_t first_line = 0;
+    bool is_registered = false; // named by python:code (not only by its calls)
+    std::string label;          // code_label(*this), computed once
 };
+
+// The one naming rule of Python code, used by every output (profile, tree, lines, folded,
+// chrome, svg, top) and by filter.pyust.stacks: "module:qualname", where
+// - module is the file when the code ran without a module (module "?", e.g. jinja2's
+//   templates and other exec'd code, named "template.html:render"), and
+// - qualname gets "[name]" when the code's name (co_name) is not the last part of its qualified
+//   name: one `def` compiled into code objects renamed per function, like numpy's dispatch
+//   wrappers ("...decorator.<locals>.public_api[concatenate]").
+// Code named only by its calls reads "?:qualname". The parts must already be printable().
+// Throws std::bad_alloc.
+std::string code_label(const CodeInfo& info);
 
 // One open frame of a thread's stack.
 struct Frame {
@@ -245,9 +267,15 @@ public:
     void set_listener(FrameListener* listener) noexcept { m_listener = listener; }
 
     // python:code: registers the names of a code id; a later registration of the same id
-    // replaces it. Throws std::bad_alloc.
+    // replaces it. name is co_name (empty when the trace does not have it); an empty file
+    // becomes no_file_name. Throws std::bad_alloc.
     void on_code(std::uint64_t id, std::string module, std::string qualname, std::string file,
-                 std::uint32_t first_line);
+                 std::uint32_t first_line, std::string name = {});
+
+    // python:call's name: names a code id that no python:code named yet ("?:name"), until one
+    // does. Returns whether it named it (false when the id is known or name is empty). Throws
+    // std::bad_alloc.
+    bool on_call_name(std::uint64_t id, std::string_view name);
 
     // python:thread: names a thread (key.tid is the named thread, not the emitting one).
     // Throws std::bad_alloc.
@@ -330,12 +358,19 @@ public:
     // Call once, after the last event. Throws what on_return throws.
     void finish();
 
-    // The display name of a frame: "module:qualname" for Python code, "owner:name" for C
-    // functions, the system call's name or "[off-cpu]" for kernel frames, "<unknown 0x...>"
-    // for a code id never registered. Throws std::bad_alloc.
+    // The display name of a frame: code_label() for Python code, "owner:name" for C
+    // functions, the function's name for native ones, the system call's name or "[off-cpu]"
+    // for kernel frames, "<unknown 0x...>" for a code id that neither a python:code nor a
+    // call event named. Throws std::bad_alloc.
     std::string label(FrameId id) const;
 
-    // The registration of a code id, or nullptr. noexcept.
+    // Where a frame's code is: "file:first_line" for registered Python code, "(named by its
+    // call)" for code only its call events named, "(unregistered)" for a code id nothing
+    // named, "(C)" for C and native functions, "(kernel)" for kernel frames. Throws
+    // std::bad_alloc.
+    std::string location(FrameId id) const;
+
+    // The names of a code id (registered or named by its call), or nullptr. noexcept.
     const CodeInfo* code(std::uint64_t id) const noexcept;
 
     // The threads, sorted by (pid, tid). Throws std::bad_alloc.

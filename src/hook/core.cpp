@@ -81,7 +81,8 @@ CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
         CodeInfo& info = g.registry->add(module_of(frame != nullptr ? frame : PyEval_GetFrame()),
                                          utf8_or_unknown(compat::code_qualname(code)),
                                          utf8_or_unknown(code->co_filename),
-                                         static_cast<std::uint32_t>(code->co_firstlineno), false);
+                                         static_cast<std::uint32_t>(code->co_firstlineno), false,
+                                         utf8_or_unknown(code->co_name));
         decide(info);
         compat::set_code_extra(code, g.extra_index, &info);
         return &info;
@@ -389,7 +390,8 @@ void hide_stack(PyFrameObject* frame) noexcept
                 compat::SavedError saved;
                 info = &g.registry->add(k_unknown, utf8_or_unknown(compat::code_qualname(code)),
                                         utf8_or_unknown(code->co_filename),
-                                        static_cast<std::uint32_t>(code->co_firstlineno), false);
+                                        static_cast<std::uint32_t>(code->co_firstlineno), false,
+                                        utf8_or_unknown(code->co_name));
                 compat::set_code_extra(code, g.extra_index, info);
             }
             info->is_hidden = true;

@@ -22,7 +22,7 @@ public:
     void code(const CodeInfo& info) noexcept override
     {
         PYUST_EMIT(code, info.id, info.module.c_str(), info.qualname.c_str(), info.file.c_str(),
-                   info.first_line);
+                   info.first_line, info.name.c_str());
     }
     void call(const CodeInfo& info) noexcept override
     {

@@ -8,8 +8,20 @@
 namespace pyust::hook {
 
 CodeInfo& Registry::add(std::string module, std::string qualname, std::string file,
-                        std::uint32_t first_line, bool is_traced)
+                        std::uint32_t first_line, bool is_traced, std::string name)
 {
+    if (module.empty())
+        module = "?";
+    if (qualname.empty())
+        qualname = "?";
+    if (file.empty())
+        file = k_no_file_name;
+    if (name.empty()) {
+        const std::size_t dot = qualname.rfind('.');
+        name = dot == std::string::npos ? qualname : qualname.substr(dot + 1);
+        if (name.empty())
+            name = "?";
+    }
     if (m_next_seq == std::numeric_limits<std::uint32_t>::max())
         throw std::length_error("Cannot register code object: this process used every id");
     CodeInfo& info = m_codes.emplace_back();
@@ -19,6 +31,7 @@ CodeInfo& Registry::add(std::string module, std::string qualname, std::string fi
     info.qualname = std::move(qualname);
     info.file = std::move(file);
     info.first_line = first_line;
+    info.name = std::move(name);
     return info;
 }
 

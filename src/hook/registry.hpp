@@ -18,6 +18,15 @@ constexpr std::uint64_t make_code_id(std::uint32_t pid, std::uint32_t seq) noexc
     return (static_cast<std::uint64_t>(pid) << 32) | seq;
 }
 
+// The file name python:code records for code compiled with an empty one
+// (compile(source, "", "exec"), as attrs does): babeltrace2 2.0.4's text dump
+// prints an empty string field as the value that field had in an earlier event
+// (bt_field_string_clear() sets the length to 0 and leaves the old bytes, which
+// bt_field_string_get_value() returns), so an empty file would read as another
+// code object's file. The analysis shows the same text for "" in older traces
+// (src/analysis/stack_model.hpp, no_file_name).
+inline constexpr const char* k_no_file_name = "<no file name>";
+
 // What the hook knows about one code object. Its address is stable for the
 // life of the process, so the hook stores a pointer to it on the code object.
 struct CodeInfo {
@@ -27,10 +36,11 @@ struct CodeInfo {
     // module filters begins a new generation, and the hook decides again.
     std::uint32_t generation = 0;
     bool is_hidden = false; // never traced, whatever the filter (pyust's runner frames)
-    std::string module;
-    std::string qualname;
-    std::string file;
+    std::string module;     // never empty: "?" when __name__ is not a str (or is "")
+    std::string qualname;   // never empty: "?" when it is
+    std::string file;       // never empty: k_no_file_name for an empty co_filename
     std::uint32_t first_line = 0;
+    std::string name; // co_name; never empty: "?" when it is
 };
 
 class Registry {
@@ -38,10 +48,12 @@ public:
     // Creates the process's id space. Precondition: pid is the caller's pid.
     explicit Registry(std::uint32_t pid) noexcept : m_pid(pid) {}
 
-    // Registers a code object and returns its info, with a new id.
+    // Registers a code object and returns its info, with a new id. name is
+    // co_name (empty: the qualified name's last part). No string of the info is
+    // empty (see CodeInfo): python:code never records an empty string.
     // Throws std::bad_alloc, or std::length_error once 2^32 - 1 ids are used.
     CodeInfo& add(std::string module, std::string qualname, std::string file,
-                  std::uint32_t first_line, bool is_traced);
+                  std::uint32_t first_line, bool is_traced, std::string name = {});
 
     // Records a thread's name (replacing an older name for the same tid).
     // Throws std::bad_alloc.

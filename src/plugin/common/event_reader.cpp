@@ -178,6 +178,7 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
                 info.owner = find_member(payload, "module");
                 info.name = find_member(payload, "qualname");
                 info.file = find_member(payload, "file");
+                info.code_name = find_member(payload, "name");
                 break;
             case PythonKind::thread:
                 info.number = find_member(payload, "tid");
@@ -297,6 +298,7 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
     out.name = read_string(payload, info.name);
     out.owner = read_string(payload, info.owner);
     out.file = read_string(payload, info.file);
+    out.code_name = read_string(payload, info.code_name);
     if (info.kind == PythonKind::native_entry || info.kind == PythonKind::native_exit) {
         out.has_address = info.addr.index >= 0 || info.ip.index >= 0;
         out.address = info.addr.index >= 0
@@ -325,6 +327,19 @@ bool EventReader::apply_foreign_switch(analysis::StackModel& model, const Python
     return true;
 }
 
+bool EventReader::apply_names(analysis::StackModel& model, const PythonEvent& event)
+{
+    if (event.kind == PythonKind::code) {
+        model.on_code(event.id, std::string(event.owner), std::string(event.name),
+                      std::string(event.file), static_cast<std::uint32_t>(event.number),
+                      std::string(event.code_name));
+        return true;
+    }
+    if (event.kind == PythonKind::call)
+        return model.on_call_name(event.id, event.name);
+    return false;
+}
+
 void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
                         const PythonEvent& event)
 {
@@ -343,10 +358,6 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
         break;
     case PythonKind::c_return:
         model.on_c_return(thread);
-        break;
-    case PythonKind::code:
-        model.on_code(event.id, std::string(event.owner), std::string(event.name),
-                      std::string(event.file), static_cast<std::uint32_t>(event.number));
         break;
     case PythonKind::thread:
         model.on_thread_name(
@@ -370,6 +381,7 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
         if (event.next_tid > 0 && event.next_tid != event.key.tid)
             model.on_switch_in(event.next_tid, event.ts);
         break;
+    case PythonKind::code: // apply_names() took its names
     case PythonKind::process:
     case PythonKind::batch:
     case PythonKind::other:

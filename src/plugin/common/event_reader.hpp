@@ -55,6 +55,7 @@ struct PythonEvent {
     std::int64_t next_tid = -1; // sched_switch: the thread switched to (-1: unknown)
     std::string_view owner;     // c_call: owner; code: module
     std::string_view file;      // code: file
+    std::string_view code_name; // code: name (co_name; empty in traces without that field)
     // native_entry/exit: the function's address (payload `addr`, else the `ip` context, which
     // lttng-ust sets to the function's address for these events); has_address is false when
     // the event has neither (func_exit of the fast variant without the ip context).
@@ -76,8 +77,16 @@ public:
     // expand first), std::bad_alloc.
     bool decode(const bt_message* message, PythonEvent& out);
 
-    // Applies a decoded event to the model. Precondition: thread is
-    // model.thread_at(event.key, event.ts, event.stream). Throws what the model throws.
+    // Gives the model the names an event carries, whatever its process or thread (a code id
+    // may run in a forked child): python:code's registration, and a python:call's name for a
+    // code id that nothing named yet (StackModel::on_call_name). Every reader of the plugin
+    // names code through this one function. Returns whether the model learnt a new name.
+    // Throws std::bad_alloc.
+    static bool apply_names(analysis::StackModel& model, const PythonEvent& event);
+
+    // Applies a decoded event to the model, but for its names: call apply_names() first, for
+    // every event. Precondition: thread is model.thread_at(event.key, event.ts, event.stream).
+    // Throws what the model throws.
     static void apply(analysis::StackModel& model, analysis::Thread& thread,
                       const PythonEvent& event);
 
@@ -121,7 +130,7 @@ private:
             payload
         } key_scope = KeyScope::common;
         Member vpid, vtid;
-        Member id, number, name, owner, file;
+        Member id, number, name, owner, file, code_name;
         // Native frames: payload addr, context ip, and the debug_info structure of the
         // context with its bin and func members (-1: absent).
         Member addr, ip, debug_info;

@@ -307,15 +307,11 @@ void ReportSink::process(const bt_message* message)
             if (m_before_ts == INT64_MIN)
                 m_before_ts = m_event.ts; // the first table covers the time since then
         }
-        // A live reader attaches mid-session, after the python:code events of the code
-        // already running, and a flight recorder may have lost them: name such code by its
-        // call event (`?:qualname`) until a registration comes.
-        if (m_event.kind == PythonKind::call && !m_model.code(m_event.id) && !m_event.name.empty())
-            m_model.on_code(m_event.id, "?", std::string(m_event.name), std::string(), 0);
+        // Names count for every process (a code id may run in a forked child), and code whose
+        // python:code is not in the trace (a live reader attaches mid-session, a flight
+        // recorder lost it) is named by its call event until a registration comes.
+        EventReader::apply_names(m_model, m_event);
         if (m_event.kind == PythonKind::code) {
-            // Names count for every process: a code id may run in a forked child.
-            m_model.on_code(m_event.id, std::string(m_event.owner), std::string(m_event.name),
-                            std::string(m_event.file), static_cast<std::uint32_t>(m_event.number));
             if (m_modules)
                 m_modules->on_code(m_event.id, m_event.owner);
             return;

@@ -149,7 +149,7 @@ void StacksIterator::process(const bt_message* message)
     case BT_MESSAGE_TYPE_EVENT: {
         if (!m_reader.decode(message, m_event))
             return;
-        if (m_event.kind == PythonKind::code)
+        if (EventReader::apply_names(m_model, m_event))
             m_labels.clear(); // a registration may rename a cached label
         if (EventReader::apply_foreign_switch(m_model, m_event))
             return; // another task's: no stack of ours to show
