@@ -15,8 +15,9 @@ bt2.register_plugin(__name__, "pyusttest")
 
 PID = 100
 
-# name -> (id, module, qualname, file, first line). Ids carry the pid in their
-# high 32 bits, as the hook makes them.
+# name -> (id, module, qualname, file, first line[, co_name]). Ids carry the pid
+# in their high 32 bits, as the hook makes them. Without a co_name, the event's
+# name field is the qualified name's last part, as the hook records it.
 CODES = {
     "main": (PID << 32 | 1, "__main__", "<module>", "app.py", 1),
     "foo": (PID << 32 | 2, "__main__", "foo", "app.py", 3),
@@ -25,6 +26,23 @@ CODES = {
     "gen": (PID << 32 | 5, "__main__", "numbers", "app.py", 30),
     "fail": (PID << 32 | 6, "__main__", "fail", "app.py", 40),
     "worker": (PID << 32 | 7, "threading", "Thread.run", "threading.py", 900),
+    # The naming rule's cases (see StackModel's code_label).
+    # exec'd without a module (__name__ not a str: "?"), like jinja2's templates.
+    "page": (PID << 32 | 10, "?", "root", "templates/page.html", 1),
+    "item": (PID << 32 | 11, "?", "root", "templates/item.html", 1),
+    # One `def` whose code is renamed per function, like numpy 1.24's dispatch wrappers.
+    "concatenate": (PID << 32 | 12, "numpy.core.overrides",
+                    "array_function_dispatch.<locals>.decorator.<locals>.public_api",
+                    "<__array_function__ internals>", 177, "concatenate"),
+    "copyto": (PID << 32 | 13, "numpy.core.overrides",
+               "array_function_dispatch.<locals>.decorator.<locals>.public_api",
+               "<__array_function__ internals>", 177, "copyto"),
+    # compile(source, "", "exec"), like attrs' generated classes: the hook records a
+    # placeholder; a trace of an older hook has an empty file.
+    "made": (PID << 32 | 14, "?", "made", "<no file name>", 1),
+    "old_empty": (PID << 32 | 15, "attr._make", "__init__", "", 1),
+    # A lambda: its name is its qualified name's last part, nothing added.
+    "lam": (PID << 32 | 16, "__main__", "main.<locals>.<lambda>", "app.py", 50),
 }
 UNKNOWN_ID = PID << 32 | 0x99
 
@@ -168,6 +186,39 @@ CASES = {
         (50, call("foo"), 1),
         (60, ret("foo"), 1),
     ],
+    # Every naming rule in one run: file for module "?", [co_name] for renamed code, the
+    # placeholder of an empty file, a name from a call event only (fact), and an id nothing
+    # names (a call without a name).
+    "names": registrations("main", "page", "item", "concatenate", "copyto", "made",
+                           "old_empty", "lam")
+    + [
+        (1, call("main")),
+        (2, call("page")),
+        (2, line("page", 3)),
+        (3, call("item")),
+        (3, line("item", 1)),
+        (4, ret("item")),
+        (5, ret("page")),
+        (6, call("concatenate")),
+        (7, ret("concatenate")),
+        (8, call("copyto")),
+        (9, ret("copyto")),
+        (10, call("concatenate")),
+        (11, ret("concatenate")),
+        (12, call("made")),
+        (12, line("made", 2)),
+        (13, ret("made")),
+        (14, call("old_empty")),
+        (14, line("old_empty", 2)),
+        (15, ret("old_empty")),
+        (16, call("lam")),
+        (17, ret("lam")),
+        (18, ("call_id", UNKNOWN_ID, "fact", PID)),
+        (19, ("return_id", UNKNOWN_ID, PID)),
+        (20, ("call_id", UNKNOWN_ID + 1, "", PID)),
+        (21, ("return_id", UNKNOWN_ID + 1, PID)),
+        (22, ret("main")),
+    ],
     "lines": registrations("main", "foo")
     + [
         (1, call("main")),
@@ -213,7 +264,7 @@ def build_trace_class(source):
     }
     layouts = {
         "code": [("id", "id"), ("module", "str"), ("qualname", "str"), ("file", "str"),
-                 ("first_line", "u32")],
+                 ("first_line", "u32"), ("name", "str")],
         "call": [("id", "id"), ("name", "str")],
         "return": [("id", "id"), ("unwind", "u8")],
         "line": [("id", "id"), ("line", "u32")],
@@ -235,9 +286,10 @@ def event_values(step):
     """(event class name, vtid, payload values) of a step."""
     kind = step[0]
     if kind == "code":
-        ident, module, qualname, file, first_line = CODES[step[1]]
+        ident, module, qualname, file, first_line, *name = CODES[step[1]]
         return "code", PID, {"id": ident, "module": module, "qualname": qualname,
-                             "file": file, "first_line": first_line}
+                             "file": file, "first_line": first_line,
+                             "name": name[0] if name else qualname.split(".")[-1]}
     if kind == "call":
         return "call", step[2], {"id": CODES[step[1]][0], "name": CODES[step[1]][2]}
     if kind == "call_id":

@@ -79,7 +79,7 @@ def check_golden(name, result):
 
 
 CASES = ["nested", "recursion", "exception", "generator", "two_threads", "mid_call",
-         "lost_events", "lines"]
+         "lost_events", "lines", "names"]
 FORMATS = ["profile", "tree", "folded", "chrome"]
 
 
@@ -91,6 +91,32 @@ def test_report(case, fmt):
 
 def test_lines():
     check_golden("lines.lines", report("lines", "lines"))
+
+
+def test_names_lines():
+    """The lines report names files as the profile does (the placeholder of an empty one)."""
+    check_golden("names.lines", report("names", "lines"))
+
+
+@pytest.mark.parametrize("case", ["names", "mid_call"])
+def test_one_name_everywhere(case):
+    """folded, svg, chrome, profile and filter.pyust.stacks name the same code the same way
+    (unregistered code was ?:fact in folded and <unknown 0x...> in the stacks filter)."""
+    folded = report(case, "folded")
+    assert folded.returncode == 0, folded.stderr
+    frames = {frame for line in folded.stdout.splitlines() if not line.startswith(("---", " "))
+              and line.strip() and line != "Incomplete:"
+              for frame in line.rsplit(" ", 1)[0].split(";")}
+    svg = ET.fromstring(report(case, "svg").stdout)
+    assert frames <= {g.get("data-l") for g in svg.iter("{http://www.w3.org/2000/svg}g")}
+    chrome = json.loads(report(case, "chrome").stdout)
+    assert frames == {e["name"] for e in chrome["traceEvents"] if e["ph"] == "X"}
+    profile = report(case, "profile").stdout
+    assert all("  %s  " % frame in profile for frame in frames)
+    stacks = run_case(case, "-c", "filter.pyust.stacks").stdout
+    shown = {frame for value in re.findall(r'stack = "([^"]*)"', stacks)
+             for frame in value.replace("\\?", "?").split(";") if value and value != "<unmatched>"}
+    assert shown == frames, (shown, frames)
 
 
 @pytest.mark.parametrize("case", CASES)
