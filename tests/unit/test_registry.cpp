@@ -82,3 +82,27 @@ TEST_CASE("a thread's name can change")
     });
     CHECK(seen == "renamed");
 }
+
+TEST_CASE("python:code never records an empty string: babeltrace2 2.0.4 dumps show a stale one")
+{
+    Registry registry(7);
+    const CodeInfo& generated = registry.add("?", "__init__", "", 1, true);
+    CHECK(generated.file == pyust::hook::k_no_file_name);
+    CHECK(std::string(pyust::hook::k_no_file_name) == "<no file name>");
+    const CodeInfo& blank = registry.add("", "", "x.py", 1, true, "");
+    CHECK(blank.module == "?");
+    CHECK(blank.qualname == "?");
+    CHECK(blank.name == "?");
+}
+
+TEST_CASE("the code's name is co_name, else the qualified name's last part")
+{
+    Registry registry(7);
+    CHECK(registry.add("m", "A.f", "m.py", 1, true).name == "f");
+    CHECK(registry.add("m", "f.<locals>.<lambda>", "m.py", 1, true).name == "<lambda>");
+    const CodeInfo& renamed =
+        registry.add("numpy.core.overrides", "decorator.<locals>.public_api",
+                     "<__array_function__ internals>", 177, true, "concatenate");
+    CHECK(renamed.name == "concatenate");
+    CHECK(renamed.qualname == "decorator.<locals>.public_api");
+}

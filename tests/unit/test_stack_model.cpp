@@ -234,6 +234,43 @@ TEST_CASE("unknown ids are named by their value, and the latest registration win
     CHECK(f.model.label(FrameId{0xdeadULL, false}) == "m:new");
 }
 
+TEST_CASE("the naming rule: module, file for exec'd code, [co_name] for renamed code")
+{
+    StackModel model;
+    model.on_code(1, "pkg.mod", "Klass.method", "/src/pkg/mod.py", 10, "method");
+    model.on_code(2, "?", "root", "templates/page.html", 1, "root");
+    model.on_code(3, "numpy.core.overrides", "decorator.<locals>.public_api",
+                  "<__array_function__ internals>", 177, "copyto");
+    model.on_code(4, "?", "made", "", 1); // an older hook: empty file, no name field
+    model.on_code(5, "m", "f.<locals>.<lambda>", "m.py", 3, "<lambda>");
+    CHECK(model.label(FrameId{1, false}) == "pkg.mod:Klass.method");
+    CHECK(model.label(FrameId{2, false}) == "templates/page.html:root");
+    CHECK(model.label(FrameId{3, false}) ==
+          "numpy.core.overrides:decorator.<locals>.public_api[copyto]");
+    CHECK(model.label(FrameId{4, false}) == "<no file name>:made");
+    CHECK(model.label(FrameId{5, false}) == "m:f.<locals>.<lambda>");
+    CHECK(model.location(FrameId{1, false}) == "/src/pkg/mod.py:10");
+    CHECK(model.location(FrameId{4, false}) == "<no file name>:1");
+    CHECK(model.code(4)->is_registered);
+}
+
+TEST_CASE("a call's name names code until its python:code comes; registered code stays named")
+{
+    StackModel model;
+    CHECK(model.location(FrameId{9, false}) == "(unregistered)");
+    CHECK_FALSE(model.on_call_name(9, ""));
+    CHECK(model.label(FrameId{9, false}) == "<unknown 0x9>");
+    CHECK(model.on_call_name(9, "fact"));
+    CHECK(model.label(FrameId{9, false}) == "?:fact");
+    CHECK(model.location(FrameId{9, false}) == "(named by its call)");
+    CHECK_FALSE(model.on_call_name(9, "other"));
+    model.on_code(9, "?", "fact", "", 20);
+    CHECK(model.label(FrameId{9, false}) == "<no file name>:fact");
+    CHECK(model.location(FrameId{9, false}) == "<no file name>:20");
+    CHECK_FALSE(model.on_call_name(9, "fact"));
+    CHECK(model.label(FrameId{9, false}) == "<no file name>:fact");
+}
+
 TEST_CASE("lines get hits and the time until the next line of the same frame")
 {
     Feeder f;
