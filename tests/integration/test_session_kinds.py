@@ -131,7 +131,7 @@ def test_lttng_rotate_chunks_alone_and_together(make_program, tmp_path):
     unmatched = [line for line in _incomplete(last, pid) if UNMATCHED in line]
     assert len(unmatched) == 1 and "(2)" in unmatched[0], last  # outer and <module>
     # leaf's registration is in the first chunk: it is named by its call events alone.
-    assert re.search(r"^\s+1000\s.*\?:leaf\s+\(unregistered\)", last, re.M), last
+    assert re.search(r"^\s+1000\s.*\?:leaf\s+\(named by its call\)", last, re.M), last
     whole = _report(session.path, pid).stdout
     assert _incomplete(whole, pid) == [], whole
     assert re.search(r"^\s+2000\s.*__main__:leaf\s", whole, re.M), whole
