@@ -64,11 +64,32 @@ def test_every_id_is_registered_once_with_its_names(session, make_program):
     assert foo["module"] == "__main__"
     assert foo["file"] == program
     assert foo["first_line"] == 7
+    assert foo["name"] == "foo"
     module = next(c for c in codes.values() if c["qualname"] == "<module>")
     assert module["first_line"] == 1
     # ids carry the registering pid in their high half
     pid = main_thread(trace)[0]["vpid"]
     assert all(i >> 32 == pid for i in codes)
+
+
+def test_code_names_a_dump_can_trust(session, make_program):
+    """python:code records co_name (renamed code keeps its qualified name) and never an
+    empty file: babeltrace2 2.0.4 would show an empty string as an earlier event's value."""
+    program = make_program("""\
+        def wrapper():
+            pass
+        wrapper.__code__ = wrapper.__code__.replace(co_name="renamed")
+        wrapper()
+        exec(compile("def made():\\n    pass\\nmade()\\n", "", "exec"), {})
+        """)
+    assert run_hooked([program]).returncode == 0
+    codes = session.read().codes.values()
+    renamed = next(c for c in codes if c["name"] == "renamed")
+    assert renamed["file"] == program
+    assert renamed["qualname"] == ("wrapper" if python_version(PYTHON) >= (3, 11) else "renamed")
+    made = next(c for c in codes if c["qualname"] == "made")
+    assert (made["module"], made["file"], made["name"]) == ("?", "<no file name>", "made")
+    assert all(c[field] for c in codes for field in ("module", "qualname", "file", "name"))
 
 
 def test_recursion(session, make_program):
