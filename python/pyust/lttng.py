@@ -191,8 +191,11 @@ class Session:
         root = ElementTree.fromstring(result.stdout)
         return sum(int(node.text or 0) for node in root.iter(_MI_NS + "discarded_events"))
 
-    def destroy(self) -> None:
-        result = _run(["destroy", self.name], timeout=600)
+    def destroy(self, *, wait: bool = True) -> None:
+        """Destroy the session (its trace stays). wait=False: do not wait for the
+        session daemon to finish (about 0.5 s): right only once stop() has
+        returned, when the trace is complete on disk."""
+        result = _run(["destroy", self.name] + ([] if wait else ["--no-wait"]), timeout=600)
         if result.returncode != 0 and "not found" not in (result.stdout + result.stderr):
             raise LttngError(f"cannot destroy session {self.name!r}: {_error_line(result)}")
 
