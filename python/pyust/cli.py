@@ -221,7 +221,9 @@ def _run_main(argv: list) -> int:
 
         native_frames.preload_env(os.environ)  # lttng-ust's helpers are there, or one line
 
-    if not lttng.sessiond_is_running():
+    # A daemon whose pid file names a running process answers: no `lttng list`
+    # to find out (20 ms and more).
+    if sessiond.current().state() != "running" and not lttng.sessiond_is_running():
         lttng.start_sessiond()
         print("pyust: no session daemon was running: started one (lttng-sessiond --daemonize)",
               file=sys.stderr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import xml.etree.ElementTree as ElementTree
+import time
 from dataclasses import dataclass
 
 _MI_NS = "{https://lttng.org/xml/ns/lttng-mi}"
@@ -61,6 +61,27 @@ def _run(args: list, *, mi: bool = False, timeout: float = 60) -> subprocess.Com
     except subprocess.TimeoutExpired:
         raise LttngError(f"`lttng {' '.join(args)}` did not answer in {timeout:.0f} s; "
                          "is the session daemon stopped (kill -CONT it) or overloaded?") from None
+
+
+_DATA_PENDING = []
+
+
+def _data_pending_function():
+    """liblttng-ctl's lttng_data_pending(session name), or None when the library
+    cannot be loaded (the `lttng` command does without then)."""
+    if not _DATA_PENDING:
+        function = None
+        try:
+            import ctypes
+
+            library = ctypes.CDLL("liblttng-ctl.so.0")
+            function = library.lttng_data_pending
+            function.argtypes = [ctypes.c_char_p]
+            function.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            function = None
+        _DATA_PENDING.append(function)
+    return _DATA_PENDING[0]
 
 
 def _error_line(result: subprocess.CompletedProcess) -> str:
@@ -177,7 +198,26 @@ class Session:
         _check(_run(["start", self.name]), f"cannot start session {self.name!r}")
 
     def stop(self) -> None:
-        _check(_run(["stop", self.name], timeout=600), f"cannot stop session {self.name!r}")
+        """Stop recording; returns once the trace is complete on disk."""
+        pending = _data_pending_function()
+        if pending is None:
+            _check(_run(["stop", self.name], timeout=600), f"cannot stop session {self.name!r}")
+            return
+        # `lttng stop` asks whether data is pending every 200 ms: asked every 5 ms
+        # here, the wait ends when the consumer is done (0 to 200 ms sooner).
+        _check(_run(["stop", "--no-wait", self.name], timeout=600),
+               f"cannot stop session {self.name!r}")
+        deadline = time.monotonic() + 600
+        name = self.name.encode()
+        while time.monotonic() < deadline:
+            answer = pending(name)
+            if answer == 0:
+                return
+            if answer < 0:  # the library cannot tell: let lttng wait its way
+                _run(["stop", self.name], timeout=600)  # "already stopped", after the wait
+                return
+            time.sleep(0.005)
+        raise LttngError(f"session {self.name!r} did not finish writing its trace in 600 s")
 
     def snapshot_record(self) -> None:
         """Write the buffers' current content into a new snapshot-N-DATE-TIME directory
@@ -187,6 +227,8 @@ class Session:
 
     def discarded_events(self) -> int:
         """Events LTTng discarded in this session's channels (buffers full)."""
+        import xml.etree.ElementTree as ElementTree
+
         result = _check(_run(["list", self.name], mi=True), f"cannot list session {self.name!r}")
         root = ElementTree.fromstring(result.stdout)
         return sum(int(node.text or 0) for node in root.iter(_MI_NS + "discarded_events"))
@@ -200,9 +242,11 @@ class Session:
             raise LttngError(f"cannot destroy session {self.name!r}: {_error_line(result)}")
 
 
-def _mi_text(xml: str, tag: str) -> str | None:
+def _mi_text(text: str, tag: str) -> str | None:
+    import xml.etree.ElementTree as ElementTree
+
     try:
-        root = ElementTree.fromstring(xml)
+        root = ElementTree.fromstring(text)
     except ElementTree.ParseError:
         return None
     node = root.find(f".//{_MI_NS}{tag}")
