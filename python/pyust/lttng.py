@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
 
 _MI_NS = "{https://lttng.org/xml/ns/lttng-mi}"
 
@@ -31,20 +30,25 @@ class LttngError(Exception):
     """An lttng command failed; the message says what to do."""
 
 
-@dataclass
 class ChannelConfig:
-    """The user-space channel pyust records python:* into."""
+    """The user-space channel pyust records python:* into. (A plain class:
+    dataclasses would import inspect, 10 ms of every pyust run.)
 
-    subbuf_size: str = "1M"
-    num_subbuf: int = 8
-    # Block the traced program instead of discarding events when the buffers
-    # are full (LTTng's --blocking-timeout; the program must allow it).
-    blocking: bool = False
-    # Flight recorder: full buffers overwrite their oldest sub-buffer.
-    overwrite: bool = False
-    # Rotate each stream's file at this size, keeping at most this many files.
-    tracefile_size: str | None = None
-    tracefile_count: int | None = None
+    blocking: block the traced program instead of discarding events when the
+    buffers are full (LTTng's --blocking-timeout; the program must allow it).
+    overwrite: flight recorder, full buffers overwrite their oldest sub-buffer.
+    tracefile_size, tracefile_count: rotate each stream's file at this size,
+    keeping at most this many files."""
+
+    def __init__(self, subbuf_size: str = "1M", num_subbuf: int = 8, blocking: bool = False,
+                 overwrite: bool = False, tracefile_size: str | None = None,
+                 tracefile_count: int | None = None):
+        self.subbuf_size = subbuf_size
+        self.num_subbuf = num_subbuf
+        self.blocking = blocking
+        self.overwrite = overwrite
+        self.tracefile_size = tracefile_size
+        self.tracefile_count = tracefile_count
 
 
 def _lttng_path() -> str:
