@@ -242,17 +242,21 @@ def _run_main(argv: list) -> int:
     guard = _SignalGuard()
     stopped = False
     try:
-        session = relay.create(name) if relay else lttng.Session.create(
-            name, output, shm_path=shm_path, snapshot=args.snapshot)
+        if output and not (relay or shm_path or args.snapshot or args.native or recorder):
+            # The usual case, in one lttng command.
+            session = lttng.Session.create_started(name, output, config)
+        if session is None:
+            session = relay.create(name) if relay else lttng.Session.create(
+                name, output, shm_path=shm_path, snapshot=args.snapshot)
+            session.enable_python(config)
+            if args.native:
+                session.enable_native(config)
+            if recorder:
+                recorder.prepare(session)
+            session.start()
         warning = sessiond.root_daemon_warning(daemon)
         if warning:
             print(warning, file=sys.stderr)
-        session.enable_python(config)
-        if args.native:
-            session.enable_native(config)
-        if recorder:
-            recorder.prepare(session)
-        session.start()
         if relay:
             relay.announce(name)
         try:
