@@ -242,12 +242,17 @@ def _run_main(argv: list) -> int:
     guard = _SignalGuard()
     stopped = False
     try:
-        if output and not (relay or shm_path or args.snapshot or args.native or recorder):
-            # The usual case, in one lttng command.
-            session = lttng.Session.create_started(name, output, config)
-        if session is None:
-            session = relay.create(name) if relay else lttng.Session.create(
-                name, output, shm_path=shm_path, snapshot=args.snapshot)
+        try:
+            if output and not (relay or shm_path or args.snapshot or args.native or recorder):
+                # The usual case, in one lttng command.
+                session = lttng.Session.create_started(name, output, config)
+            if session is None:
+                session = relay.create(name) if relay else lttng.Session.create(
+                    name, output, shm_path=shm_path, snapshot=args.snapshot)
+        except (KeyboardInterrupt, _Signalled):
+            # Interrupted while lttng created it: the session may exist, not known here.
+            _destroy_if_ours(name, output, generated=args.name is None)
+            raise
             session.enable_python(config)
             if args.native:
                 session.enable_native(config)
@@ -313,6 +318,17 @@ def _run_main(argv: list) -> int:
         print(f"pyust: {what} were lost because the buffers filled up: use larger buffers "
               "(--subbuf-size, --num-subbuf) or --no-discard", file=sys.stderr)
     return _exit_like(status)
+
+
+def _destroy_if_ours(name: str, output: str | None, *, generated: bool) -> None:
+    """Destroys session name when this run created it: its name was made by
+    pyust run, or its trace goes to this run's new --output directory (a
+    session of that name that existed before is someone else's)."""
+    result = lttng._run(["list", name], mi=True)
+    if result.returncode != 0:
+        return
+    if generated or (output and lttng._mi_text(result.stdout, "path") == output):
+        lttng._run(["destroy", name])
 
 
 def _check_shm_path(path: str) -> str:

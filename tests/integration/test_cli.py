@@ -267,13 +267,17 @@ def test_activation_ignored_when_uid_is_not_euid(make_program, tmp_path):
 def test_ctrl_c_between_create_and_start_leaves_no_session(make_program, tmp_path):
     """Ctrl-C while `pyust run` sets its session up: one line, status 130,
     and the half-made session is destroyed. A wrapper in front of the real
-    lttng holds `enable-channel` long enough to interrupt it there."""
+    lttng holds `load` (or `enable-channel`) long enough to interrupt it there."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,
                           text=True).stdout.strip()
     wrapper = bin_dir / "lttng"
+    # `run -o DIR` sets its session up with one `lttng load` (held once done),
+    # the other runs with create, enable-channel (held before), ...
     wrapper.write_text(f"#!/bin/sh\n"
+                       f"if [ \"$1\" = load ]; then {real} \"$@\"; rc=$?\n"
+                       f"  touch {tmp_path}/held; sleep 60; exit $rc; fi\n"
                        f"[ \"$1\" = enable-channel ] && {{ touch {tmp_path}/held; sleep 60; }}\n"
                        f"exec {real} \"$@\"\n")
     wrapper.chmod(0o755)
@@ -284,7 +288,7 @@ def test_ctrl_c_between_create_and_start_leaves_no_session(make_program, tmp_pat
             if (tmp_path / "held").exists():
                 break
             time.sleep(0.05)
-        assert name in session_names()  # created, not started
+        assert name in session_names()  # created, the program not started
         os.killpg(child.pid, signal.SIGINT)
         child.wait(timeout=60)
         _no_session_left(name)

@@ -215,7 +215,11 @@ def test_signal_before_the_program_starts_leaves_no_session(tmp_path):
     real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,
                           text=True).stdout.strip()
     wrapper = bin_dir / "lttng"
+    # `run -o DIR` sets its session up with one `lttng load` (held once done),
+    # the other runs with create, enable-channel (held before), ...
     wrapper.write_text(f"#!/bin/sh\n"
+                       f"if [ \"$1\" = load ]; then {real} \"$@\"; rc=$?\n"
+                       f"  touch {tmp_path}/held; sleep 5; exit $rc; fi\n"
                        f"[ \"$1\" = enable-channel ] && {{ touch {tmp_path}/held; sleep 5; }}\n"
                        f"exec {real} \"$@\"\n")
     wrapper.chmod(0o755)
@@ -225,7 +229,7 @@ def test_signal_before_the_program_starts_leaves_no_session(tmp_path):
             if (tmp_path / "held").exists():
                 break
             time.sleep(0.05)
-        assert name in session_names()  # created, not started
+        assert name in session_names()  # created, the program not started
         child.send_signal(signal.SIGHUP)
         _finish(child)
         assert child.returncode == -signal.SIGHUP, child.stderr_text
