@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,14 +50,20 @@ for _ in range(300):
 """
 
 
-def timed(command: list, env: dict, cwd: str) -> float:
+def timed(command: list, env: dict, cwd: str) -> tuple:
+    """(wall, cpu) seconds of command: cpu is the user and system time of the
+    command and its children (lttng, babeltrace2, the program; not the session
+    daemon's), which a loaded machine moves less than the wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, timeout=600)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed: {result.stderr}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def main() -> int:
@@ -93,7 +100,10 @@ def main() -> int:
         for label in builds:
             cases += [(f"hook/{label}", label, lambda: [py, "-m", "pyust", "--", "hello.py"]),
                       (f"run/{label}", label,
-                       lambda: [py, "-m", "pyust", "run", "-o", out(), "--", "hello.py"])]
+                       lambda: [py, "-m", "pyust", "run", "-o", out(), "--", "hello.py"]),
+                      (f"run-nocount/{label}", label,
+                       lambda: [py, "-m", "pyust", "run", "--no-count", "-o", out(), "--",
+                                "hello.py"])]
         if not args.no_jinja2:
             cases.append(("jinja2", None, lambda: [py, "render.py"]))
             for label in builds:
@@ -103,20 +113,28 @@ def main() -> int:
                           (f"j-run/{label}", label,
                            lambda: [py, "-m", "pyust", "run", "-o", out(), "--", "render.py"])]
         times = {name: [] for name, _, _ in cases}
+        cpus = {name: [] for name, _, _ in cases}
         for _ in range(args.rounds):
             for name, label, command in cases:
-                times[name].append(timed(command(), envs[label or "new"], work))
+                wall, cpu = timed(command(), envs[label or "new"], work)
+                times[name].append(wall)
+                cpus[name].append(cpu)
                 for entry in os.listdir(work):
                     if entry.startswith("trace-"):
                         shutil.rmtree(os.path.join(work, entry))
         median = {name: statistics.median(values) for name, values in times.items()}
-        print(f"{'case':<16} {'median s':>9} {'min s':>7} {'max s':>7}   ({args.rounds} rounds)")
+        cpu = {name: statistics.median(values) for name, values in cpus.items()}
+        print(f"{'case':<18} {'median s':>9} {'min s':>7} {'max s':>7} {'cpu s':>7}"
+              f"   ({args.rounds} rounds; load average {os.getloadavg()[0]:.1f})")
         for name, values in times.items():
-            print(f"{name:<16} {median[name]:9.3f} {min(values):7.3f} {max(values):7.3f}")
+            print(f"{name:<18} {median[name]:9.3f} {min(values):7.3f} {max(values):7.3f} "
+                  f"{cpu[name]:7.3f}")
         print()
         for label in builds:
             print(f"{label}: run adds {median[f'run/{label}'] - median['hello']:.3f} s to hello.py "
-                  f"(hook alone {median[f'hook/{label}'] - median['hello']:.3f} s)")
+                  f"(min {min(times[f'run/{label}']) - min(times['hello']):.3f} s; "
+                  f"--no-count {median[f'run-nocount/{label}'] - median['hello']:.3f} s; "
+                  f"hook alone {median[f'hook/{label}'] - median['hello']:.3f} s)")
             if not args.no_jinja2:
                 count = median[f"j-run/{label}"] - median[f"j-nocount/{label}"]
                 print(f"{label}: the count costs {count:.3f} s on jinja2, "
