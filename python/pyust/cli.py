@@ -242,10 +242,12 @@ def _run_main(argv: list) -> int:
     guard = _SignalGuard()
     stopped = False
     try:
+        started = False
         try:
             if output and not (relay or shm_path or args.snapshot or args.native or recorder):
                 # The usual case, in one lttng command.
                 session = lttng.Session.create_started(name, output, config)
+                started = session is not None
             if session is None:
                 session = relay.create(name) if relay else lttng.Session.create(
                     name, output, shm_path=shm_path, snapshot=args.snapshot)
@@ -253,6 +255,7 @@ def _run_main(argv: list) -> int:
             # Interrupted while lttng created it: the session may exist, not known here.
             _destroy_if_ours(name, output, generated=args.name is None)
             raise
+        if not started:
             session.enable_python(config)
             if args.native:
                 session.enable_native(config)
