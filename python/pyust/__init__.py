@@ -10,16 +10,16 @@ an LTTng session (``lttng create``, ``lttng enable-event -u 'python:*'``,
 
 Importing this package is cheap: the native hook (and with it liblttng-ust,
 which registers the process with the session daemon) loads on first use.
+It imports no more than the hook needs (threading, atexit): the hook mode and
+the .pth start programs after importing it, and a program must start with the
+modules it has untraced. (Hence no `from __future__ import`, no typing, no
+contextlib.)
 """
 
-from __future__ import annotations
-
 import atexit
-import contextlib
 import os
 import sys
 import threading
-from typing import Iterator
 
 from . import _greenlet
 
@@ -79,14 +79,16 @@ def _load():
 
 def _in_subinterpreter() -> bool:
     """True in an interpreter other than the process's main one."""
-    import importlib
-
     for name in ("_interpreters", "_xxsubinterpreters"):  # 3.13+, 3.9 to 3.12
+        loaded = name in sys.modules
         try:
-            interpreters = importlib.import_module(name)
+            interpreters = __import__(name)
             current, main = interpreters.get_current(), interpreters.get_main()
         except Exception:
             continue
+        finally:
+            if not loaded:  # asked here only: the program imports it if it wants it
+                sys.modules.pop(name, None)
         # 3.13 answers (id, whence) pairs, earlier versions ids.
         return (current[0] if isinstance(current, tuple) else current) != (
             main[0] if isinstance(main, tuple) else main)
@@ -222,13 +224,32 @@ def emitted_events() -> int:
     return 0 if _hook is None else _hook.emitted_events()
 
 
-@contextlib.contextmanager
 def tracing(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = False,
-            dormant: bool = True, fast: bool = False) -> Iterator[None]:
-    """Trace the body of a with statement (see start())."""
-    start(modules=modules, exclude=exclude, c_calls=c_calls, lines=lines, dormant=dormant,
-          fast=fast)
-    try:
-        yield
-    finally:
+            dormant: bool = True, fast: bool = False) -> "_Tracing":
+    """Trace the body of a with statement (see start()); also a decorator."""
+    return _Tracing(dict(modules=modules, exclude=exclude, c_calls=c_calls, lines=lines,
+                         dormant=dormant, fast=fast))
+
+
+class _Tracing:
+    """tracing()'s context manager (contextlib's would import contextlib and
+    its modules into every traced program)."""
+
+    def __init__(self, options: dict):
+        self._options = options
+
+    def __enter__(self) -> None:
+        start(**self._options)
+
+    def __exit__(self, *exc_info) -> None:
         stop()
+
+    def __call__(self, function):
+        import functools
+
+        @functools.wraps(function)
+        def traced(*args, **kwargs):
+            with _Tracing(self._options):
+                return function(*args, **kwargs)
+
+        return traced

@@ -15,8 +15,6 @@ A tracer set after pyust's, without calling it, turns the model off; the
 analysis then reports each switch as a mismatch ("Incomplete:").
 """
 
-from __future__ import annotations
-
 import sys
 import threading
 

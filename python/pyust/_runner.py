@@ -2,48 +2,151 @@
 
 `python -m pyust -- app.py args` must behave like `python app.py args`:
 same sys.argv, same __main__ module (__name__, __file__, __spec__), same
-sys.path[0], same traceback text and exit status for an unhandled exception.
+sys.path[0], same traceback text and exit status for an unhandled exception,
+same message and status when the script or module does not exist.
 The target's code runs with the hook on from its first line; the frames of
 pyust's own start-up are hidden from the trace.
+
+The program must also start with the modules an untraced run has, plus the
+fewest of pyust's own: their import cost belongs to the program's profile,
+and import-order-sensitive code must see what it sees untraced. So this
+module, pyust and the native hook are all the hook mode loads before the
+program (with the interpreter's threading, which the hook needs): the hook
+options are parsed here, by hand, and the command line (argparse,
+subprocess, ...) is imported only for the other commands, help and mistakes.
+No `from __future__ import` either: it imports the __future__ module.
 """
 
-from __future__ import annotations
-
-import importlib.machinery
 import io
 import os
-import runpy
 import sys
-import types
-from dataclasses import dataclass
+
+# The commands of `python -m pyust COMMAND`; any other first word starts the
+# hook mode (see pyust.cli).
+SUBCOMMANDS = ("run", "report", "top", "enable", "disable", "cflags")
+
+_HOOK_FLAGS = {"--c-calls": "c_calls", "--lines": "lines", "--fast": "fast",
+               "--no-dormant": "no_dormant"}
+_HOOK_VALUES = ("--modules", "--exclude")
+
+# Keeps pyust's own __main__ module alive once the program's replaces it in
+# sys.modules: its functions are running.
+_pyust_main = None
 
 
 class TargetError(Exception):
-    """The target cannot be run (no such file, no such module)."""
+    """The target cannot be run (no such file, no such module): Python's own
+    message for it, and Python's exit status."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
 
 
-@dataclass
 class Target:
-    code: types.CodeType
-    main_globals: dict
-    argv: list
-    path0: str
+    def __init__(self, code, main_globals: dict, argv: list, path0: str):
+        self.code = code
+        self.main_globals = main_globals
+        self.argv = argv
+        self.path0 = path0
+
+
+def parse_hook_options(argv: list):
+    """(options, target argv) for hook options spelled exactly as documented,
+    or None for anything else (--help, abbreviations, mistakes, no program):
+    pyust.cli's parser takes those, with its messages."""
+    options = {"modules": [], "exclude": [], "c_calls": False, "lines": False, "fast": False,
+               "no_dormant": False}
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            target = argv[index + 1:]
+            break
+        if not word.startswith("-"):
+            target = argv[index:]
+            break
+        if word in _HOOK_FLAGS:
+            options[_HOOK_FLAGS[word]] = True
+            index += 1
+            continue
+        name, equals, value = word.partition("=")
+        if name not in _HOOK_VALUES:
+            return None
+        if not equals:
+            index += 1
+            if index == len(argv) or argv[index].startswith("-"):
+                return None
+            value = argv[index]
+        options[name[2:]].append(value)
+        index += 1
+    else:
+        return None
+    return (options, target) if target else None
+
+
+def main(argv: list) -> int:
+    """`python -m pyust [hook options] -- PROGRAM`: run PROGRAM under the hook;
+    the program's own exceptions (KeyboardInterrupt included) propagate
+    exactly as they would untraced."""
+    if argv and argv[0] in SUBCOMMANDS:
+        parsed = None
+    else:
+        parsed = parse_hook_options(argv)
+    if parsed is None:
+        from pyust.cli import main as cli_main
+
+        return cli_main(argv)
+    return run_hook(*parsed)
+
+
+def run_hook(options: dict, target_argv: list) -> int:
+    """Run the target under the hook with options (parse_hook_options')."""
+    import pyust
+
+    try:
+        target = prepare(target_argv)
+    except TargetError as error:
+        print(error, file=sys.stderr)
+        return error.status
+    # Imported by the .pth only (looked up, not imported: nothing to load).
+    activation = sys.modules.get("pyust._activate")
+    if activation is not None and activation.started_by_activation:
+        pyust.stop()  # this command's options win over the environment's
+
+    def start():
+        pyust.start(modules=options["modules"], exclude=options["exclude"],
+                    c_calls=options["c_calls"], lines=options["lines"],
+                    dormant=not options["no_dormant"], fast=options["fast"],
+                    _hide_caller_stack=True)
+
+    try:
+        run(target, start)
+    except pyust.TracerError as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _new_main(**attrs) -> dict:
-    main = types.ModuleType("__main__")
+    global _pyust_main
+    main = type(sys)("__main__")
     main.__dict__.update(attrs)
-    # Keep pyust's own __main__ alive: its functions are running.
-    sys.modules["__pyust_main__"] = sys.modules.get("__main__")
+    # An untraced __main__ has the builtins module itself, not its dict.
+    main.__dict__["__builtins__"] = sys.modules["builtins"]
+    _pyust_main = sys.modules.get("__main__")
     sys.modules["__main__"] = main
     return main.__dict__
 
 
 def _module_target(name: str, args: list) -> Target:
+    import runpy  # `python -m` imports it too
+
     try:
         mod_name, spec, code = runpy._get_module_details(name)  # same lookup as python -m
     except ImportError as error:
-        raise TargetError(str(error)) from None
+        # runpy's own message and status for `python -m missing`.
+        raise TargetError(f"{sys.executable}: {error}", 1) from None
     except SyntaxError as error:
         _reraise_as_untraced(error, None)
     origin = spec.origin if spec.has_location else name
@@ -59,37 +162,54 @@ def _module_target(name: str, args: list) -> Target:
 
 
 def _script_target(path: str, args: list) -> Target:
+    # Python runs the absolute file name (cwd joined, not normalised): in
+    # __file__, co_filename and tracebacks.
+    filename = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
     if os.path.isdir(path) or (os.path.isfile(path) and _is_zip(path)):
         # A directory or zip application: its __main__ module, as python does.
-        sys.path.insert(0, path)
-        target = _module_target("__main__", args)
+        sys.path.insert(0, filename)
+        try:
+            target = _module_target("__main__", args)
+        except TargetError:
+            raise TargetError(f"{sys.executable}: can't find '__main__' module in "
+                              f"{filename!r}", 1) from None
         target.argv[0] = path
-        target.path0 = path
+        target.path0 = filename
         return target
     try:
-        with io.open_code(path) as stream:
+        with io.open_code(filename) as stream:
             source = stream.read()
     except OSError as error:
-        raise TargetError(f"can't open file {path!r}: [Errno {error.errno}] {error.strerror}") from None
+        program = (getattr(sys, "orig_argv", None) or [sys.executable])[0]
+        raise TargetError(f"{program}: can't open file {filename!r}: "
+                          f"[Errno {error.errno}] {error.strerror}", 2) from None
     try:
-        code = compile(source, path, "exec", dont_inherit=True)
+        code = compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as error:
         _reraise_as_untraced(error, None)
+    loader_type = sys.modules["_frozen_importlib_external"].SourceFileLoader
     main_globals = _new_main(
         __name__="__main__",
-        __file__=path,
+        __file__=filename,
         __cached__=None,
-        __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+        __loader__=loader_type("__main__", filename),
         __package__=None,
         __spec__=None,
     )
-    return Target(code, main_globals, [path, *args], os.path.dirname(os.path.abspath(path)))
+    # sys.path[0]: the directory of the script, symbolic links resolved.
+    return Target(code, main_globals, [path, *args], os.path.dirname(os.path.realpath(path)))
 
 
 def _is_zip(path: str) -> bool:
-    import zipfile
+    # What python asks: does the zip importer take it? (zipimport is loaded
+    # at start-up; zipfile is not.)
+    import zipimport
 
-    return zipfile.is_zipfile(path)
+    try:
+        zipimport.zipimporter(path)
+    except zipimport.ZipImportError:
+        return False
+    return True
 
 
 def prepare(argv: list) -> Target:
@@ -97,19 +217,37 @@ def prepare(argv: list) -> Target:
 
     Raises TargetError for a file or module that does not exist.
     """
+    original_args = sys.argv[1:]
     if argv[0] == "-m":
         if len(argv) < 2:
-            raise TargetError("-m needs a module name")
+            raise TargetError(f"{sys.executable}: -m needs a module name", 2)
         target = _module_target(argv[1], argv[2:])
     else:
         target = _script_target(argv[0], argv[1:])
     sys.argv[:] = target.argv
-    if sys.path and sys.path[0] in ("", os.getcwd()) and argv[0] != "-m":
-        sys.path[0] = target.path0
+    _set_orig_argv(original_args, argv)
+    cwd = os.getcwd()
+    if sys.path and sys.path[0] in ("", cwd):
+        sys.path[0] = target.path0  # -m pyust put the cwd there, -c put ''
     elif not sys.path or sys.path[0] != target.path0:
         sys.path.insert(0, target.path0)
-    target.main_globals.setdefault("__builtins__", __builtins__)
     return target
+
+
+def _set_orig_argv(original_args: list, target_argv: list) -> None:
+    """sys.orig_argv as `python [interpreter options] PROGRAM` would have it:
+    pyust's part (-m pyust or -c CODE, and the hook options) taken out."""
+    orig = getattr(sys, "orig_argv", None)
+    if not orig or len(orig) < len(original_args) + 1:
+        return
+    head = orig[:len(orig) - len(original_args)]
+    if head[-2:] == ["-m", "pyust"] or (len(head) >= 3 and head[-2] == "-c"):
+        head = head[:-2]
+    elif head[-1] == "-mpyust":
+        head = head[:-1]
+    else:
+        return
+    sys.orig_argv = head + list(target_argv)
 
 
 def run(target: Target, start) -> None:

@@ -16,9 +16,8 @@ import subprocess
 import sys
 import time
 
-from . import live, lttng, pth, sessiond
+from . import _runner, live, lttng, pth, sessiond
 
-SUBCOMMANDS = ("run", "report", "top", "enable", "disable", "cflags")
 
 _TOP_EPILOG = """\
 commands:
@@ -96,6 +95,8 @@ def _hook_flags(args: argparse.Namespace) -> list:
 # ----------------------------------------------------------------- hook only
 
 def _hook_main(argv: list) -> int:
+    """The hook mode, parsed by argparse: reached only when pyust._runner's
+    own parser declines (--help, abbreviations, mistakes)."""
     parser = _Parser(
         prog="python -m pyust",
         description="Trace a Python program into LTTng (provider `python`).",
@@ -105,29 +106,10 @@ def _hook_main(argv: list) -> int:
     _add_hook_options(parser)
     args = parser.parse_args(argv)
     target_argv = _split_target(args, parser.prog)
-
-    import pyust
-    from . import _activate, _runner
-
-    try:
-        target = _runner.prepare(target_argv)
-    except _runner.TargetError as error:
-        print(f"pyust: error: {error}", file=sys.stderr)
-        return 1
-    if _activate.started_by_activation:
-        pyust.stop()  # this command's options win over the environment's
-
-    def start():
-        pyust.start(modules=args.modules, exclude=args.exclude, c_calls=args.c_calls,
-                    lines=args.lines, dormant=not args.no_dormant, fast=args.fast,
-                    _hide_caller_stack=True)
-
-    try:
-        _runner.run(target, start)
-    except pyust.TracerError as error:
-        print(f"pyust: error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    options = {"modules": args.modules or [], "exclude": args.exclude or [],
+               "c_calls": args.c_calls, "lines": args.lines, "fast": args.fast,
+               "no_dormant": args.no_dormant}
+    return _runner.run_hook(options, target_argv)
 
 
 # ----------------------------------------------------------------------- run
@@ -218,8 +200,12 @@ def _run_main(argv: list) -> int:
     if args.snapshot and (args.live or args.relayd):
         raise UsageError("--snapshot and --live cannot go together")
     if target[0] != "-m" and not os.path.exists(target[0]):
-        print(f"pyust: error: can't open file {target[0]!r}: no such file", file=sys.stderr)
-        return 1
+        # Python's own message and status for a missing script, before any session.
+        filename = os.path.join(os.getcwd(), target[0])
+        program = (getattr(sys, "orig_argv", None) or [sys.executable])[0]
+        print(f"{program}: can't open file {filename!r}: [Errno 2] No such file or directory",
+              file=sys.stderr)
+        return 2
     sessiond.check_not_stopped(sessiond.current())  # else every lttng command would wait
     relay = live.prepare(args, args.output) if args.live or args.relayd else None
     # Made last among the checks: a refused command leaves no directory behind.
@@ -235,7 +221,9 @@ def _run_main(argv: list) -> int:
 
         native_frames.preload_env(os.environ)  # lttng-ust's helpers are there, or one line
 
-    if not lttng.sessiond_is_running():
+    # A daemon whose pid file names a running process answers: no `lttng list`
+    # to find out (20 ms and more).
+    if sessiond.current().state() != "running" and not lttng.sessiond_is_running():
         lttng.start_sessiond()
         print("pyust: no session daemon was running: started one (lttng-sessiond --daemonize)",
               file=sys.stderr)
@@ -248,22 +236,39 @@ def _run_main(argv: list) -> int:
         recorder = kernel.choose()
     session = None
     status = None
+    # From here on a terminating signal ends the run cleanly: before the program
+    # starts, pyust run destroys the session and dies of it; while the program
+    # runs, the program gets it (see _run_child); after, it waits for the trace.
+    guard = _SignalGuard()
+    stopped = False
     try:
-        session = relay.create(name) if relay else lttng.Session.create(
-            name, output, shm_path=shm_path, snapshot=args.snapshot)
+        started = False
+        try:
+            if output and not (relay or shm_path or args.snapshot or args.native or recorder):
+                # The usual case, in one lttng command.
+                session = lttng.Session.create_started(name, output, config)
+                started = session is not None
+            if session is None:
+                session = relay.create(name) if relay else lttng.Session.create(
+                    name, output, shm_path=shm_path, snapshot=args.snapshot)
+        except (KeyboardInterrupt, _Signalled):
+            # Interrupted while lttng created it: the session may exist, not known here.
+            _destroy_if_ours(name, output, generated=args.name is None)
+            raise
+        if not started:
+            session.enable_python(config)
+            if args.native:
+                session.enable_native(config)
+            if recorder:
+                recorder.prepare(session)
+            session.start()
         warning = sessiond.root_daemon_warning(daemon)
         if warning:
             print(warning, file=sys.stderr)
-        session.enable_python(config)
-        if args.native:
-            session.enable_native(config)
-        if recorder:
-            recorder.prepare(session)
-        session.start()
         if relay:
             relay.announce(name)
         try:
-            status = _run_child(target, _hook_flags(args), blocking=args.no_discard,
+            status = _run_child(target, _hook_flags(args), guard, blocking=args.no_discard,
                                 native=args.native, spawn=recorder and recorder.spawn)
         finally:
             if recorder:
@@ -272,14 +277,24 @@ def _run_main(argv: list) -> int:
         if lines:  # the session cannot be stopped: say what happened, end as the program
             session = None
             print("\n".join(lines), file=sys.stderr)
+            guard.release()
             return _exit_like(status)
         session.stop()
+        stopped = True
         if args.snapshot:
             session.snapshot_record()
         discarded = session.discarded_events()
     finally:
-        if session is not None:
-            session.destroy()
+        try:
+            if session is not None:
+                # Once stopped, the trace is complete on disk: the daemon need not be
+                # waited for while it tears the session down (0.5 s). A live session's
+                # relay daemon is waited for.
+                session.destroy(wait=not stopped or bool(relay))
+        finally:
+            # A signal that came once the program had ended, while the session was
+            # stopped and destroyed, ends pyust run now, by that signal.
+            guard.release()
 
     kernel_note = recorder.finish(session.path) if recorder else None
     if kernel_note:
@@ -308,6 +323,17 @@ def _run_main(argv: list) -> int:
     return _exit_like(status)
 
 
+def _destroy_if_ours(name: str, output: str | None, *, generated: bool) -> None:
+    """Destroys session name when this run created it: its name was made by
+    pyust run, or its trace goes to this run's new --output directory (a
+    session of that name that existed before is someone else's)."""
+    result = lttng._run(["list", name], mi=True)
+    if result.returncode != 0:
+        return
+    if generated or (output and lttng._mi_text(result.stdout, "path") == output):
+        lttng._run(["destroy", name])
+
+
 def _check_shm_path(path: str) -> str:
     """The --shm-path directory, created private (0700) when missing; never a
     symbolic link (the buffers of the session are files there)."""
@@ -332,9 +358,15 @@ def _daemon_failure(daemon, session, shm_path: str | None) -> list:
     return sessiond.crash_lines(daemon, state, session.name, session.path, shm_path)
 
 
-def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool = False,
-               spawn=None) -> int:
-    """Run the program in a child interpreter under the hook; its status."""
+def _run_child(target: list, hook_flags: list, guard: "_SignalGuard", *, blocking: bool,
+               native: bool = False, spawn=None) -> int:
+    """Run the program in a child interpreter under the hook; its status.
+
+    The terminating signals sent to pyust run while the program runs go to
+    the program, which ends (or not) as it would untraced; pyust run waits
+    for it, so that the session is always stopped and destroyed. Those the
+    terminal sends to its whole foreground group (Ctrl-C, Ctrl-\\, hang-up)
+    have reached the program already and are not sent twice."""
     env = dict(os.environ)
     if blocking:
         env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
@@ -342,23 +374,126 @@ def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool =
         from . import native as native_frames
 
         env = native_frames.preload_env(env)
-    command = [sys.executable, "-m", "pyust", *hook_flags, "--", *target]
-    # The terminal's Ctrl-C reaches the child (same process group); the
-    # parent waits for it so that the session is always stopped and destroyed.
-    # (Ignored only after the spawn: the child would inherit SIG_IGN.)
-    child = spawn(command, env) if spawn else subprocess.Popen(command, env=env)
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
-
-    def forward(signum, frame):
-        child.send_signal(signum)
-
-    previous_term = signal.signal(signal.SIGTERM, forward)
+    command = child_command(hook_flags, target)
+    # The child gets every signal's disposition and mask as pyust run got them:
+    # the guard's handlers are reset by exec, and the signals are blocked only
+    # once it runs (one that comes during the spawn is kept and passed on).
+    guard.spawning = True
     try:
-        return child.wait()
+        child = spawn(command, env) if spawn else subprocess.Popen(command, env=env)
     finally:
-        signal.signal(signal.SIGTERM, previous_term)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        guard.block()
+        guard.spawning = False
+    for signum in guard.take_early():
+        _pass_on(child, signum)
+    while True:
+        status = child.poll()
+        if status is not None:
+            return status
+        info = signal.sigtimedwait(guard.waited, 1.0)
+        if info is None or info.si_signo == signal.SIGCHLD:
+            continue
+        if info.si_code == _SI_KERNEL:
+            # The terminal's signals (and those of pyust run's own limits) come from
+            # the kernel: the terminal's reached the program's process group too.
+            continue
+        _pass_on(child, info.si_signo)
+
+
+def _pass_on(child, signum: int) -> None:
+    try:
+        child.send_signal(signum)
+    except ProcessLookupError:
+        pass
+
+
+# siginfo's si_code of a signal the kernel sent (a terminal's, a resource
+# limit's), as opposed to kill(2) or sigqueue(3) by a process.
+_SI_KERNEL = 0x80
+
+# The signals that end a process by default and that one sends to end it.
+# Not the faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS, SIGTRAP): those
+# would be pyust run's own crash.
+_TERMINATING = ("SIGHUP", "SIGINT", "SIGQUIT", "SIGABRT", "SIGUSR1", "SIGUSR2", "SIGPIPE",
+                "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF",
+                "SIGIO", "SIGPWR")
+
+
+class _Signalled(BaseException):
+    """A terminating signal came to pyust run before the program started:
+    pyust run cleans up, then dies of it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _SignalGuard:
+    """pyust run's terminating signals, from the session's creation to its
+    destruction (see _run_main and _run_child)."""
+
+    def __init__(self):
+        signums = [getattr(signal, name) for name in _TERMINATING if hasattr(signal, name)]
+        signums += range(signal.SIGRTMIN, signal.SIGRTMAX + 1)
+        # A signal ignored when pyust run started (nohup's SIGHUP, a background
+        # job's SIGINT) stays so, and the program inherits that. Python ignores
+        # SIGPIPE and SIGXFSZ itself (the program gets them back at its default):
+        # sent to pyust run with kill, they are passed on too.
+        python_ignores = {signal.SIGPIPE, signal.SIGXFSZ}
+        self.signals = [signum for signum in signums
+                        if signal.getsignal(signum) is not signal.SIG_IGN
+                        or signum in python_ignores]
+        self.waited = set(self.signals) | {signal.SIGCHLD}
+        self.spawning = False
+        self._early = []
+        self._blocked = False
+        self._previous = {}
+        for signum in self.signals:
+            if signum in python_ignores:
+                continue
+            try:
+                self._previous[signum] = signal.signal(signum, self._handle)
+            except (OSError, ValueError):  # one the platform does not let us catch
+                pass
+
+    def _handle(self, signum, frame):
+        if self.spawning:
+            self._early.append(signum)
+            return
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise _Signalled(signum)
+
+    def take_early(self) -> list:
+        early, self._early = self._early, []
+        return early
+
+    def block(self) -> None:
+        """From now until release(), the signals wait for _run_child's sigtimedwait."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, self.waited)
+        self._blocked = True
+
+    def release(self) -> None:
+        """The previous handlers back, the signals unblocked: one that came
+        meanwhile and was not passed on acts now."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+        if self._blocked:
+            self._blocked = False
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, self.waited)
+
+
+def child_command(hook_flags: list, target: list) -> list:
+    """The command of the child interpreter: `python -m pyust [hook options] --
+    PROGRAM`, but started with -c: -m would import runpy and its 18 modules
+    into the program before its first line (pyust._runner then makes
+    sys.argv, sys.orig_argv, sys.path[0] and __main__ what `python PROGRAM`
+    makes them)."""
+    return [sys.executable, "-c", _CHILD_CODE, *hook_flags, "--", *target]
+
+
+_CHILD_CODE = "import sys; from pyust._runner import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _exit_like(status: int) -> int:
@@ -433,6 +568,8 @@ def main(argv: list | None = None) -> int:
     except KeyboardInterrupt:
         print("pyust: interrupted", file=sys.stderr)
         return 130
+    except _Signalled as signalled:
+        return _exit_like(-signalled.signum)
 
 
 def _stop_activation_tracing() -> None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass
+import time
 
 _MI_NS = "{https://lttng.org/xml/ns/lttng-mi}"
 
@@ -31,20 +30,25 @@ class LttngError(Exception):
     """An lttng command failed; the message says what to do."""
 
 
-@dataclass
 class ChannelConfig:
-    """The user-space channel pyust records python:* into."""
+    """The user-space channel pyust records python:* into. (A plain class:
+    dataclasses would import inspect, 10 ms of every pyust run.)
 
-    subbuf_size: str = "1M"
-    num_subbuf: int = 8
-    # Block the traced program instead of discarding events when the buffers
-    # are full (LTTng's --blocking-timeout; the program must allow it).
-    blocking: bool = False
-    # Flight recorder: full buffers overwrite their oldest sub-buffer.
-    overwrite: bool = False
-    # Rotate each stream's file at this size, keeping at most this many files.
-    tracefile_size: str | None = None
-    tracefile_count: int | None = None
+    blocking: block the traced program instead of discarding events when the
+    buffers are full (LTTng's --blocking-timeout; the program must allow it).
+    overwrite: flight recorder, full buffers overwrite their oldest sub-buffer.
+    tracefile_size, tracefile_count: rotate each stream's file at this size,
+    keeping at most this many files."""
+
+    def __init__(self, subbuf_size: str = "1M", num_subbuf: int = 8, blocking: bool = False,
+                 overwrite: bool = False, tracefile_size: str | None = None,
+                 tracefile_count: int | None = None):
+        self.subbuf_size = subbuf_size
+        self.num_subbuf = num_subbuf
+        self.blocking = blocking
+        self.overwrite = overwrite
+        self.tracefile_size = tracefile_size
+        self.tracefile_count = tracefile_count
 
 
 def _lttng_path() -> str:
@@ -61,6 +65,27 @@ def _run(args: list, *, mi: bool = False, timeout: float = 60) -> subprocess.Com
     except subprocess.TimeoutExpired:
         raise LttngError(f"`lttng {' '.join(args)}` did not answer in {timeout:.0f} s; "
                          "is the session daemon stopped (kill -CONT it) or overloaded?") from None
+
+
+_DATA_PENDING = []
+
+
+def _data_pending_function():
+    """liblttng-ctl's lttng_data_pending(session name), or None when the library
+    cannot be loaded (the `lttng` command does without then)."""
+    if not _DATA_PENDING:
+        function = None
+        try:
+            import ctypes
+
+            library = ctypes.CDLL("liblttng-ctl.so.0")
+            function = library.lttng_data_pending
+            function.argtypes = [ctypes.c_char_p]
+            function.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            function = None
+        _DATA_PENDING.append(function)
+    return _DATA_PENDING[0]
 
 
 def _error_line(result: subprocess.CompletedProcess) -> str:
@@ -125,6 +150,48 @@ class Session:
         path = _mi_text(result.stdout, "path")
         return cls(name, path or output or "")
 
+    @classmethod
+    def create_started(cls, name: str, output: str, config: ChannelConfig):
+        """A new session writing to output, its channel pyust recording python:* with
+        the contexts, started: in one `lttng load` of a session configuration instead
+        of five commands (create, enable-channel, enable-event, add-context, start),
+        each a process and a round trip to the session daemon. None when config asks
+        for what this does not write (then create() and the rest, whose messages
+        name the option a user got wrong)."""
+        subbuf_size = _size_bytes(config.subbuf_size)
+        if (subbuf_size is None or subbuf_size < os.sysconf("SC_PAGE_SIZE")
+                or not _power_of_two(subbuf_size) or not _power_of_two(config.num_subbuf)
+                or config.blocking or config.overwrite or config.tracefile_size
+                or config.tracefile_count):
+            return None
+        contexts = "".join(f"<context><type>{context.upper()}</type></context>"
+                           for context in CONTEXTS)
+        text = (
+            '<?xml version="1.0" encoding="UTF-8"?><sessions><session>'
+            f"<name>{_xml_text(name)}</name><domains><domain><type>UST</type>"
+            "<buffer_type>PER_UID</buffer_type><channels><channel>"
+            f"<name>{CHANNEL}</name><enabled>true</enabled>"
+            "<overwrite_mode>DISCARD</overwrite_mode>"
+            f"<subbuffer_size>{subbuf_size}</subbuffer_size>"
+            f"<subbuffer_count>{config.num_subbuf}</subbuffer_count>"
+            "<switch_timer_interval>0</switch_timer_interval>"
+            "<read_timer_interval>0</read_timer_interval><output_type>MMAP</output_type>"
+            "<events><event><name>python:*</name><enabled>true</enabled>"
+            "<type>TRACEPOINT</type><loglevel_type>ALL</loglevel_type></event></events>"
+            f"<contexts>{contexts}</contexts></channel></channels></domain></domains>"
+            "<started>true</started><output><consumer_output><enabled>true</enabled>"
+            f"<destination><path>{_xml_text(output)}</path></destination></consumer_output>"
+            "</output></session></sessions>")
+        import tempfile
+
+        # The session daemon reads the file: a private one, removed at once.
+        with tempfile.NamedTemporaryFile("w", prefix="pyust-session-", suffix=".lttng") as file:
+            file.write(text)
+            file.flush()
+            result = _run(["load", "--input-path", file.name, name])
+        _check(result, f"cannot create session {name!r}")
+        return cls(name, output)
+
     def _enable_channel(self, channel: str, config: ChannelConfig) -> None:
         args = ["enable-channel", "--userspace", "--session", self.name,
                 "--subbuf-size", str(config.subbuf_size), "--num-subbuf", str(config.num_subbuf)]
@@ -177,7 +244,26 @@ class Session:
         _check(_run(["start", self.name]), f"cannot start session {self.name!r}")
 
     def stop(self) -> None:
-        _check(_run(["stop", self.name], timeout=600), f"cannot stop session {self.name!r}")
+        """Stop recording; returns once the trace is complete on disk."""
+        pending = _data_pending_function()
+        if pending is None:
+            _check(_run(["stop", self.name], timeout=600), f"cannot stop session {self.name!r}")
+            return
+        # `lttng stop` asks whether data is pending every 200 ms: asked every 5 ms
+        # here, the wait ends when the consumer is done (0 to 200 ms sooner).
+        _check(_run(["stop", "--no-wait", self.name], timeout=600),
+               f"cannot stop session {self.name!r}")
+        deadline = time.monotonic() + 600
+        name = self.name.encode()
+        while time.monotonic() < deadline:
+            answer = pending(name)
+            if answer == 0:
+                return
+            if answer < 0:  # the library cannot tell: let lttng wait its way
+                _run(["stop", self.name], timeout=600)  # "already stopped", after the wait
+                return
+            time.sleep(0.005)
+        raise LttngError(f"session {self.name!r} did not finish writing its trace in 600 s")
 
     def snapshot_record(self) -> None:
         """Write the buffers' current content into a new snapshot-N-DATE-TIME directory
@@ -187,19 +273,44 @@ class Session:
 
     def discarded_events(self) -> int:
         """Events LTTng discarded in this session's channels (buffers full)."""
+        import xml.etree.ElementTree as ElementTree
+
         result = _check(_run(["list", self.name], mi=True), f"cannot list session {self.name!r}")
         root = ElementTree.fromstring(result.stdout)
         return sum(int(node.text or 0) for node in root.iter(_MI_NS + "discarded_events"))
 
-    def destroy(self) -> None:
-        result = _run(["destroy", self.name], timeout=600)
+    def destroy(self, *, wait: bool = True) -> None:
+        """Destroy the session (its trace stays). wait=False: do not wait for the
+        session daemon to finish (about 0.5 s): right only once stop() has
+        returned, when the trace is complete on disk."""
+        result = _run(["destroy", self.name] + ([] if wait else ["--no-wait"]), timeout=600)
         if result.returncode != 0 and "not found" not in (result.stdout + result.stderr):
             raise LttngError(f"cannot destroy session {self.name!r}: {_error_line(result)}")
 
 
-def _mi_text(xml: str, tag: str) -> str | None:
+def _size_bytes(size) -> int | None:
+    """A size as lttng reads it (4096, 512k, 1M, 2G), in bytes; None for any
+    other spelling."""
+    text = str(size)
+    units = {"k": 1 << 10, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    factor = units.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in units else text
+    return int(digits) * factor if digits.isdigit() else None
+
+
+def _power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def _xml_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _mi_text(text: str, tag: str) -> str | None:
+    import xml.etree.ElementTree as ElementTree
+
     try:
-        root = ElementTree.fromstring(xml)
+        root = ElementTree.fromstring(text)
     except ElementTree.ParseError:
         return None
     node = root.find(f".//{_MI_NS}{tag}")

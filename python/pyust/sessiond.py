@@ -17,7 +17,6 @@ import os
 import pwd
 import shlex
 import socket
-from dataclasses import dataclass
 
 from .lttng import LttngError, count_events
 
@@ -25,13 +24,17 @@ ROOT_RUNDIR = "/var/run/lttng"
 TRACING_GROUP = "tracing"
 
 
-@dataclass
 class Daemon:
     """A session daemon: the pid in its pid file (None when there is none) and
-    whether it is the machine's root daemon."""
+    whether it is the machine's root daemon. (A plain class: dataclasses would
+    import inspect, 10 ms of every pyust run.)"""
 
-    pid: int | None
-    is_root: bool
+    def __init__(self, pid: int | None, is_root: bool):
+        self.pid = pid
+        self.is_root = is_root
+
+    def __repr__(self) -> str:
+        return f"Daemon(pid={self.pid!r}, is_root={self.is_root!r})"
 
     def state(self) -> str:
         """`running`, `stopped` (SIGSTOP, or stopped by a debugger) or `gone`."""

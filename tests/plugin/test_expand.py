@@ -281,7 +281,8 @@ def per_thread(text, pid):
 
 def recorded_pid(text):
     """The pid of our program (other engineers' programs may share the session daemon)."""
-    match = re.search(r'python:code: .*vpid = (\d+).*file = "%s"' % SCRIPT, text)
+    # The file name is absolute, as python makes it for a script.
+    match = re.search(r'python:code: .*vpid = (\d+).*file = "(?:[^"]*/)?%s"' % SCRIPT, text)
     assert match, "no python:code event of %s in the trace" % SCRIPT
     return int(match.group(1))
 

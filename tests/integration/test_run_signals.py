@@ -1,0 +1,237 @@
+"""Signals to `pyust run`: whatever ends it, the program gets the signal, the
+session is stopped and destroyed, the trace stays readable, no process is left,
+and pyust run ends as the program did (issue 12)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import signal
+import subprocess
+import termios
+import time
+
+import pytest
+
+from lttng_harness import PYTHON, child_env, lttng, read_trace, session_names, unique_name
+
+# Prints its pid once its function runs, then waits in that function.
+WAITER = """\
+import os, time
+def waiting():
+    print("ready", os.getpid(), flush=True)
+    time.sleep(60)
+waiting()
+"""
+
+# A ProcessPoolExecutor whose workers are busy: Ctrl-C must still end it. (A
+# SIGINT to the main process alone lets the workers finish, as untraced.)
+POOL = """\
+import os, time
+from concurrent.futures import ProcessPoolExecutor
+def work(n):
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    return n
+def waiting(pool):
+    futures = [pool.submit(work, n) for n in range(2)]
+    time.sleep(0.5)
+    print("ready", os.getpid(), flush=True)
+    return [f.result() for f in futures]
+if __name__ == "__main__":
+    with ProcessPoolExecutor(2) as pool:
+        waiting(pool)
+"""
+
+
+def _tty_preexec() -> None:
+    """Popen preexec_fn: a session of its own whose controlling terminal is
+    stdin (a pty), with pyust run's group in the foreground: where the
+    terminal's Ctrl-C goes."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def pyust_run(tmp_path, source: str, *, tty: bool = False, env=None):
+    """`pyust run` of source in a session of its own (with a pty as its
+    terminal when tty); yields (process, trace dir, session name, program pid
+    or None, pty master or None). Killed, and its session destroyed, however
+    the test ends."""
+    program = tmp_path / "prog.py"
+    program.write_text(source)
+    name = unique_name("sig")
+    out = tmp_path / "trace"
+    master = slave = None
+    if tty:
+        master, slave = pty.openpty()
+    child = subprocess.Popen(
+        [PYTHON, "-m", "pyust", "run", "--name", name, "-o", str(out), "--", str(program)],
+        stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env or child_env(), start_new_session=True,
+        preexec_fn=_tty_preexec if tty else _default_sigint)
+    if slave is not None:
+        os.close(slave)
+    try:
+        yield child, out, name, program, master
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        lttng("destroy", name, check=False)
+        if master is not None:
+            os.close(master)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _ready_pid(child) -> int:
+    line = child.stdout.readline()
+    assert line.startswith("ready "), (line, child.stderr.read() if child.poll() is not None
+                                       else "")
+    return int(line.split()[1])
+
+
+def _processes_of(program) -> list:
+    """Processes still running the program (the traced one, workers)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                words = cmdline.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and str(program).encode() in words:
+            found.append(int(pid))
+    return found
+
+
+def _assert_clean_end(child, out, name, program):
+    """No session, no process of the program left; the trace readable, with the
+    program's function in it."""
+    assert name not in session_names()
+    deadline = time.monotonic() + 10
+    while _processes_of(program) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_of(program) == []
+    names = {e["fields"]["name"] for e in read_trace(out).of("python:call")}
+    assert "waiting" in names
+    summary = [line for line in child.stderr_text.splitlines() if line.startswith("pyust: ")]
+    assert summary and summary[-1].startswith(f"pyust: trace in {out}: "), child.stderr_text
+
+
+def _finish(child, timeout=60):
+    child.wait(timeout=timeout)
+    child.stderr_text = child.stderr.read()
+    return child
+
+
+@pytest.mark.parametrize("signum", [
+    signal.SIGHUP, signal.SIGABRT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+    signal.SIGALRM, signal.SIGTERM, signal.SIGRTMIN,
+], ids=lambda s: signal.Signals(s).name if s != signal.SIGRTMIN else "SIGRTMIN")
+def test_terminating_signal_goes_to_the_program(tmp_path, signum):
+    """kill -SIG of pyust run alone: the program dies of it as it would
+    untraced, and so does pyust run, once the session is gone. (SIGPIPE
+    goes to the program too, which ignores it, as Python programs do.)"""
+    with pyust_run(tmp_path, WAITER) as (child, out, name, program, _):
+        _ready_pid(child)
+        child.send_signal(signum)
+        _finish(child)
+        assert child.returncode == -signum, child.stderr_text
+        _assert_clean_end(child, out, name, program)
+
+
+def test_handled_signal_lets_the_program_end_its_way(tmp_path):
+    """A program that handles SIGTERM ends with its own status and output;
+    pyust run with it, after its summary."""
+    source = WAITER.replace(
+        "import os, time\n",
+        "import os, sys, time, signal\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (print('bye', flush=True), sys.exit(3)))\n")
+    with pyust_run(tmp_path, source) as (child, out, name, program, _):
+        _ready_pid(child)
+        child.send_signal(signal.SIGTERM)
+        _finish(child)
+        assert child.returncode == 3, child.stderr_text
+        assert child.stdout.read() == "bye\n"
+        _assert_clean_end(child, out, name, program)
+
+
+def test_sigint_to_pyust_run_alone_interrupts_the_program(tmp_path):
+    """kill -INT of pyust run (not of its group): the program gets it once."""
+    with pyust_run(tmp_path, WAITER) as (child, out, name, program, _):
+        _ready_pid(child)
+        child.send_signal(signal.SIGINT)
+        _finish(child)
+        assert child.returncode == -signal.SIGINT, child.stderr_text
+        assert child.stderr_text.count("KeyboardInterrupt") == 1, child.stderr_text
+        _assert_clean_end(child, out, name, program)
+
+
+def test_ctrl_c_on_the_terminal_interrupts_the_program_once(tmp_path):
+    """The terminal's Ctrl-C goes to pyust run and the program (one process
+    group): pyust run does not send it a second time."""
+    with pyust_run(tmp_path, WAITER, tty=True) as (child, out, name, program, master):
+        _ready_pid(child)
+        os.write(master, b"\x03")
+        _finish(child)
+        assert child.returncode == -signal.SIGINT, child.stderr_text
+        assert child.stderr_text.count("KeyboardInterrupt") == 1, child.stderr_text
+        _assert_clean_end(child, out, name, program)
+
+
+@pytest.mark.parametrize("how", ["terminal", "pyust-run-alone"])
+def test_ctrl_c_ends_a_process_pool_program(tmp_path, how):
+    """A ProcessPoolExecutor program with busy workers ends on Ctrl-C, whether
+    the terminal sends it to every process or it is sent to pyust run alone."""
+    with pyust_run(tmp_path, POOL, tty=how == "terminal") as (child, out, name, program, master):
+        _ready_pid(child)
+        if master is not None:
+            os.write(master, b"\x03")
+        else:
+            child.send_signal(signal.SIGINT)
+        _finish(child, timeout=90)
+        assert child.returncode in (-signal.SIGINT, 1), child.stderr_text
+        assert "KeyboardInterrupt" in child.stderr_text
+        _assert_clean_end(child, out, name, program)
+
+
+def test_signal_before_the_program_starts_leaves_no_session(tmp_path):
+    """SIGHUP while pyust run sets its session up: the session is destroyed
+    and pyust run dies of SIGHUP; the program never starts. A wrapper in
+    front of the real lttng holds `enable-channel` long enough."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,
+                          text=True).stdout.strip()
+    wrapper = bin_dir / "lttng"
+    # `run -o DIR` sets its session up with one `lttng load` (held once done),
+    # the other runs with create, enable-channel (held before), ...
+    wrapper.write_text(f"#!/bin/sh\n"
+                       f"if [ \"$1\" = load ]; then {real} \"$@\"; rc=$?\n"
+                       f"  touch {tmp_path}/held; sleep 5; exit $rc; fi\n"
+                       f"[ \"$1\" = enable-channel ] && {{ touch {tmp_path}/held; sleep 5; }}\n"
+                       f"exec {real} \"$@\"\n")
+    wrapper.chmod(0o755)
+    env = child_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with pyust_run(tmp_path, WAITER, env=env) as (child, out, name, program, _):
+        for _ in range(600):
+            if (tmp_path / "held").exists():
+                break
+            time.sleep(0.05)
+        assert name in session_names()  # created, the program not started
+        child.send_signal(signal.SIGHUP)
+        _finish(child)
+        assert child.returncode == -signal.SIGHUP, child.stderr_text
+        assert child.stdout.read() == ""  # the program did not run
+        assert name not in session_names()
