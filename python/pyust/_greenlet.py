@@ -17,10 +17,13 @@ analysis then reports each switch as a mismatch ("Incomplete:").
 
 from __future__ import annotations
 
+import _thread
 import sys
-import threading
 
-_state = threading.local()
+# threading.local is _thread._local: taken from _thread, which every interpreter
+# has imported at start-up, so that importing pyust does not import threading
+# (a program may import it first from another thread, as CPython's tests do).
+_state = _thread._local()
 _native = None
 
 
