@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from . import live, lttng, pth, sessiond
+from . import children, live, lttng, pth, sessiond
 
 SUBCOMMANDS = ("run", "report", "top", "enable", "disable", "cflags")
 
@@ -181,6 +181,9 @@ def _run_parser() -> argparse.ArgumentParser:
                              "(sched_switch): with LTTng's kernel tracer when lttng-modules "
                              "is loaded, else with perf into TRACE/kernel-perf and "
                              "TRACE/kernel-perf-sched (root)")
+    parser.add_argument("--no-children", action="store_true",
+                        help="trace only the program's process (and its forks), not the Python "
+                             "programs it starts")
     _add_hook_options(parser)
     return parser
 
@@ -246,6 +249,7 @@ def _run_main(argv: list) -> int:
         from . import kernel
 
         recorder = kernel.choose()
+    kids = children.prepare(_hook_flags(args), enabled=not args.no_children)
     session = None
     status = None
     try:
@@ -264,7 +268,8 @@ def _run_main(argv: list) -> int:
             relay.announce(name)
         try:
             status = _run_child(target, _hook_flags(args), blocking=args.no_discard,
-                                native=args.native, spawn=recorder and recorder.spawn)
+                                native=args.native, spawn=recorder and recorder.spawn,
+                                kids=kids)
         finally:
             if recorder:
                 recorder.stop()
@@ -280,6 +285,7 @@ def _run_main(argv: list) -> int:
     finally:
         if session is not None:
             session.destroy()
+        processes = children.finish(kids)
 
     kernel_note = recorder.finish(session.path) if recorder else None
     if kernel_note:
@@ -296,7 +302,7 @@ def _run_main(argv: list) -> int:
     recorded = None if args.no_count else lttng.count_events(session.path, plugin_path=expand)
     summary = f"pyust: {'snapshot (the latest events)' if args.snapshot else 'trace'} in {session.path}"
     if recorded is not None:
-        summary += f": {recorded} events recorded"
+        summary += f": {recorded} events recorded" + children.from_processes(processes)
     elif not args.no_count:
         summary += ": events not counted (babeltrace2 missing or failed)"
     summary += f", {discarded} discarded by LTTng"
@@ -333,7 +339,7 @@ def _daemon_failure(daemon, session, shm_path: str | None) -> list:
 
 
 def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool = False,
-               spawn=None) -> int:
+               spawn=None, kids=None) -> int:
     """Run the program in a child interpreter under the hook; its status."""
     env = dict(os.environ)
     if blocking:
@@ -342,6 +348,8 @@ def _run_child(target: list, hook_flags: list, *, blocking: bool, native: bool =
         from . import native as native_frames
 
         env = native_frames.preload_env(env)
+    if kids is not None:
+        env = kids.environ(env)  # Python children trace too (children.py)
     command = [sys.executable, "-m", "pyust", *hook_flags, "--", *target]
     # The terminal's Ctrl-C reaches the child (same process group); the
     # parent waits for it so that the session is always stopped and destroyed.
