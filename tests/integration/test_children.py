@@ -163,7 +163,7 @@ def test_each_kind_of_python_child_is_traced(tmp_path):
     multiprocessing spawn worker and a forkserver worker (forked by the server,
     a Python child itself): each records its own calls under its own pid."""
     (tmp_path / "work.py").write_text(WORK)
-    done, out, _ = _run(tmp_path, KINDS)
+    done, out, _ = _run(tmp_path, KINDS, "--modules", "__main__,__mp_main__,work")
     assert done.returncode == 0, done.stderr
     pids = _pids(done.stdout)
     assert set(pids) == {"program", "child", "grandchild", "spawn", "forkserver"}, done.stdout
