@@ -174,7 +174,18 @@ def finish(children) -> int | None:
 
 
 def from_processes(count: int | None) -> str:
-    """The summary's words for `count` traced processes."""
+    """The summary's words for `count` traced processes, after the events' count."""
     if count is None:
         return ""
-    return f" from {count} process" + ("" if count == 1 else "es")
+    return f" from {_processes(count)}"
+
+
+def traced(count: int | None) -> str:
+    """The summary's words for `count` traced processes, with no events' count."""
+    if count is None:
+        return ""
+    return f", {_processes(count)} traced"
+
+
+def _processes(count: int) -> str:
+    return f"{count} process" + ("" if count == 1 else "es")

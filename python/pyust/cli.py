@@ -305,6 +305,8 @@ def _run_main(argv: list) -> int:
         summary += f": {recorded} events recorded" + children.from_processes(processes)
     elif not args.no_count:
         summary += ": events not counted (babeltrace2 missing or failed)"
+    if recorded is None:
+        summary += children.traced(processes)
     summary += f", {discarded} discarded by LTTng"
     print(summary, file=sys.stderr)
     if discarded:

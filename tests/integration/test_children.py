@@ -214,8 +214,9 @@ SUMMARY = """\
 
 
 def test_summary_counts_processes_and_nothing_is_left(tmp_path):
-    """The program, its child and grandchild: 'from 3 processes'; the private directory is
-    gone afterwards; with --no-children, the summary does not count."""
+    """The program, its child and grandchild: 'from 3 processes' (with --no-count: '3
+    processes traced'); the private directory is gone afterwards; with --no-children, the
+    summary does not count."""
     done, _, tmpdir = _run(tmp_path, SUMMARY)
     assert done.returncode == 0, done.stderr
     assert " events recorded from 3 processes, " in done.stderr, done.stderr
@@ -224,6 +225,10 @@ def test_summary_counts_processes_and_nothing_is_left(tmp_path):
     alone, _, _ = _run(tmp_path / "second", SUMMARY, "--no-children")
     assert alone.returncode == 0, alone.stderr
     assert " events recorded, " in alone.stderr, alone.stderr
+    (tmp_path / "third").mkdir()
+    uncounted, _, _ = _run(tmp_path / "third", SUMMARY, "--no-count")
+    assert uncounted.returncode == 0, uncounted.stderr
+    assert ", 3 processes traced, 0 discarded" in uncounted.stderr, uncounted.stderr
 
 
 UNTRACED_CHILDREN = """\
@@ -373,3 +378,30 @@ def test_the_interpreters_own_sitecustomize_still_runs(tmp_path):
     done, _, _ = _run(tmp_path, program, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"1 {own / 'sitecustomize.py'} True\n"
+
+
+ENABLED_PARENT = """\
+    import subprocess, sys
+    CHILD = "import os\\ndef child():\\n    return 1\\nchild()\\nprint(os.getpid())\\n"
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True)
+    print("child", done.stdout.strip())
+"""
+
+
+def test_the_runs_options_win_over_an_enabled_pth(tmp_path):
+    """With `pyust enable MY_TRACE`'s .pth and MY_TRACE=1 in the environment, `pyust run
+    --lines` traces the program and its child with --lines: the .pth starts the child with
+    its options first, the run's sitecustomize restarts it with the run's."""
+    env, _ = user_site_env(tmp_path, MY_TRACE="1")
+    enabled = subprocess.run([PYTHON, "-m", "pyust", "enable", "MY_TRACE"],
+                             capture_output=True, text=True, env=env)
+    assert enabled.returncode == 0, enabled.stderr
+    done, out, _ = _run(tmp_path, ENABLED_PARENT, "--lines", env=env)
+    assert done.returncode == 0, done.stderr
+    pid = _pids(done.stdout)["child"]
+    trace = read_trace(out)
+    process = [e["fields"]["lines"] for e in trace.events
+               if e["vpid"] == pid and e["name"] == "python:process"]
+    assert process and process[-1] == 1, process
+    assert any(e["vpid"] == pid and e["name"] == "python:line" for e in trace.events)
+    assert "child" in _called(trace, pid)
