@@ -405,3 +405,28 @@ def test_the_runs_options_win_over_an_enabled_pth(tmp_path):
     assert process and process[-1] == 1, process
     assert any(e["vpid"] == pid and e["name"] == "python:line" for e in trace.events)
     assert "child" in _called(trace, pid)
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/lib/python3.11/test/test_bisect.py")
+                    or not PYTHON.startswith("/usr/bin/python3"),
+                    reason="needs Debian's 3.11 with libpython3.11-testsuite")
+def test_regrtest_workers_are_traced(tmp_path):
+    """`python -m test -j2`'s workers (fresh interpreters, one per test file) record the
+    tests they run, each under its own pid."""
+    out = tmp_path / "trace"
+    done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, "--modules",
+                           "test.test_bisect,test.test_colorsys", "--", "-m", "test", "-j2",
+                           "test_bisect", "test_colorsys"], capture_output=True, text=True,
+                          env=child_env(), timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "from 3 processes" in done.stderr, done.stderr
+    trace = read_trace(out)
+    by_module = {}
+    for e in trace.events:
+        if e["name"] == "python:code" and e["fields"]["module"] in ("test.test_bisect",
+                                                                    "test.test_colorsys"):
+            by_module.setdefault(e["fields"]["module"], set()).add(e["vpid"])
+    assert set(by_module) == {"test.test_bisect", "test.test_colorsys"}
+    # Another user's run of the same tests could share the session: ours are distinct pids.
+    assert all(by_module.values())
+    assert by_module["test.test_bisect"] != by_module["test.test_colorsys"]
