@@ -43,7 +43,9 @@ import sys
 def _pyust_run_child(module):
     here, package, processes = %(here)r, %(package)r, %(processes)r
     sys.path[:] = [p for p in sys.path if os.path.abspath(p) != here]
-    first = os.environ.pop(%(first)r, None) is not None
+    # Removed only once the chain is done: under a `pyust run` inside a traced program, the
+    # outer run's sitecustomize comes next, and must see it too.
+    first = os.environ.get(%(first)r) is not None
     del sys.modules["sitecustomize"]
     try:
         import sitecustomize  # the interpreter's own, if any
@@ -52,6 +54,7 @@ def _pyust_run_child(module):
         if getattr(error, "name", None) != "sitecustomize":
             raise
     finally:
+        os.environ.pop(%(first)r, None)
         if os.environ.get(%(variable)r) and not sys.flags.ignore_environment:
             _pyust_start(package, processes, %(variable)r, first)
 
