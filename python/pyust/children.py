@@ -65,7 +65,8 @@ def _pyust_start(package, processes, variable, first):
         suffixes = _imp.extension_suffixes()
         if not any(os.path.exists(os.path.join(package, "_native" + s)) for s in suffixes):
             return  # another interpreter than pyust's: untraced, silently
-        if not first:  # the program itself: `python -m pyust` starts with its options
+        # The program's first process is `python -m pyust`, which starts with its options.
+        if not first:
             parent = os.path.dirname(package)
             added = parent not in sys.path
             if added:
