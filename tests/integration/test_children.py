@@ -112,6 +112,8 @@ def _run(tmp_path, program: str, *options, env=None, args=()):
     out = tmp_path / "trace"
     env = dict(env or child_env())
     env["TMPDIR"] = str(tmpdir)
+    if FAST and "--fast" not in options:
+        options = ("--fast", *options)  # the children record batches too
     done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, *options, "--", path, *args],
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     return done, out, tmpdir
@@ -414,7 +416,8 @@ def test_regrtest_workers_are_traced(tmp_path):
     """`python -m test -j2`'s workers (fresh interpreters, one per test file) record the
     tests they run, each under its own pid."""
     out = tmp_path / "trace"
-    done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, "--modules",
+    fast = ["--fast"] if FAST else []
+    done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, *fast, "--modules",
                            "test.test_bisect,test.test_colorsys", "--", "-m", "test", "-j2",
                            "test_bisect", "test_colorsys"], capture_output=True, text=True,
                           env=child_env(), timeout=600, cwd=tmp_path)
