@@ -88,13 +88,17 @@ def _parse(variable: str, value: str):
                "dormant": True}
     if value in ("1", "yes", "true", "on"):
         return options
-    import shlex  # only for a value with options: an activation by `1` imports nothing more
+    if any(c in value for c in "'\"\\"):
+        import shlex  # only for a quoted value: pyust run's options need none
 
-    try:
-        words = shlex.split(value)
-    except ValueError as error:
-        print(f"pyust: not tracing: {variable}={value!r}: {error} ({_USAGE})", file=sys.stderr)
-        return None
+        try:
+            words = shlex.split(value)
+        except ValueError as error:
+            print(f"pyust: not tracing: {variable}={value!r}: {error} ({_USAGE})",
+                  file=sys.stderr)
+            return None
+    else:
+        words = value.split()
     while words:
         word = words.pop(0)
         if word in _FLAGS:
