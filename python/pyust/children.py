@@ -177,19 +177,8 @@ def finish(children) -> int | None:
         children.remove()
 
 
-def from_processes(count: int | None) -> str:
-    """The summary's words for `count` traced processes, after the events' count."""
-    if count is None:
-        return ""
-    return f" from {_processes(count)}"
-
-
 def traced(count: int | None) -> str:
-    """The summary's words for `count` traced processes, with no events' count."""
+    """The end of pyust run's summary line for `count` traced processes."""
     if count is None:
         return ""
-    return f", {_processes(count)} traced"
-
-
-def _processes(count: int) -> str:
-    return f"{count} process" + ("" if count == 1 else "es")
+    return f"; {count} process" + ("" if count == 1 else "es") + " traced"

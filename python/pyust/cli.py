@@ -302,12 +302,11 @@ def _run_main(argv: list) -> int:
     recorded = None if args.no_count else lttng.count_events(session.path, plugin_path=expand)
     summary = f"pyust: {'snapshot (the latest events)' if args.snapshot else 'trace'} in {session.path}"
     if recorded is not None:
-        summary += f": {recorded} events recorded" + children.from_processes(processes)
+        summary += f": {recorded} events recorded"
     elif not args.no_count:
         summary += ": events not counted (babeltrace2 missing or failed)"
-    if recorded is None:
-        summary += children.traced(processes)
     summary += f", {discarded} discarded by LTTng"
+    summary += children.traced(processes)
     print(summary, file=sys.stderr)
     if discarded:
         what = "batches of records (fast mode)" if args.fast else "events"
