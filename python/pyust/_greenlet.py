@@ -15,10 +15,13 @@ A tracer set after pyust's, without calling it, turns the model off; the
 analysis then reports each switch as a mismatch ("Incomplete:").
 """
 
+import _thread
 import sys
-import threading
 
-_state = threading.local()
+# threading.local is _thread._local: taken from _thread, which every interpreter
+# has imported at start-up, so that importing pyust does not import threading
+# (a program may import it first from another thread, as CPython's tests do).
+_state = _thread._local()
 _native = None
 
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from . import _runner, live, lttng, pth, sessiond
+from . import _runner, children, live, lttng, pth, sessiond
 
 
 _TOP_EPILOG = """\
@@ -163,6 +163,9 @@ def _run_parser() -> argparse.ArgumentParser:
                              "(sched_switch): with LTTng's kernel tracer when lttng-modules "
                              "is loaded, else with perf into TRACE/kernel-perf and "
                              "TRACE/kernel-perf-sched (root)")
+    parser.add_argument("--no-children", action="store_true",
+                        help="trace only the program's process (and its forks), not the Python "
+                             "programs it starts")
     _add_hook_options(parser)
     return parser
 
@@ -234,6 +237,7 @@ def _run_main(argv: list) -> int:
         from . import kernel
 
         recorder = kernel.choose()
+    kids = children.prepare(_hook_flags(args), enabled=not args.no_children)
     session = None
     status = None
     # From here on a terminating signal ends the run cleanly: before the program
@@ -269,7 +273,8 @@ def _run_main(argv: list) -> int:
             relay.announce(name)
         try:
             status = _run_child(target, _hook_flags(args), guard, blocking=args.no_discard,
-                                native=args.native, spawn=recorder and recorder.spawn)
+                                native=args.native, spawn=recorder and recorder.spawn,
+                                kids=kids)
         finally:
             if recorder:
                 recorder.stop()
@@ -292,6 +297,7 @@ def _run_main(argv: list) -> int:
                 # relay daemon is waited for.
                 session.destroy(wait=not stopped or bool(relay))
         finally:
+            processes = children.finish(kids)
             # A signal that came once the program had ended, while the session was
             # stopped and destroyed, ends pyust run now, by that signal.
             guard.release()
@@ -315,6 +321,7 @@ def _run_main(argv: list) -> int:
     elif not args.no_count:
         summary += ": events not counted (babeltrace2 missing or failed)"
     summary += f", {discarded} discarded by LTTng"
+    summary += children.traced(processes)
     print(summary, file=sys.stderr)
     if discarded:
         what = "batches of records (fast mode)" if args.fast else "events"
@@ -359,14 +366,15 @@ def _daemon_failure(daemon, session, shm_path: str | None) -> list:
 
 
 def _run_child(target: list, hook_flags: list, guard: "_SignalGuard", *, blocking: bool,
-               native: bool = False, spawn=None) -> int:
+               native: bool = False, spawn=None, kids=None) -> int:
     """Run the program in a child interpreter under the hook; its status.
 
     The terminating signals sent to pyust run while the program runs go to
     the program, which ends (or not) as it would untraced; pyust run waits
     for it, so that the session is always stopped and destroyed. Those the
     terminal sends to its whole foreground group (Ctrl-C, Ctrl-\\, hang-up)
-    have reached the program already and are not sent twice."""
+    have reached the program already and are not sent twice. With `kids`,
+    the program's Python children are traced too (children.py)."""
     env = dict(os.environ)
     if blocking:
         env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
@@ -374,6 +382,8 @@ def _run_child(target: list, hook_flags: list, guard: "_SignalGuard", *, blockin
         from . import native as native_frames
 
         env = native_frames.preload_env(env)
+    if kids is not None:
+        env = kids.environ(env)
     command = child_command(hook_flags, target)
     # The child gets every signal's disposition and mask as pyust run got them:
     # the guard's handlers are reset by exec, and the signals are blocked only

@@ -24,12 +24,25 @@ def pth_path() -> str:
     return os.path.join(site_dir(), PTH_NAME)
 
 
+def pth_line(variable: str) -> str:
+    """The .pth line: it reads the environment and, unless its variable opts in,
+    imports nothing (site has imported os and sys already). Every interpreter of
+    the environment runs it at start-up, traced or not, so an inactive line must
+    leave the interpreter as it would be without pyust (CPython's test_threading
+    checks that threading is not imported at start-up, for one). The same checks
+    as _activate.is_allowed: -E and -I ignore the variable, a setuid process too."""
+    return (f"import os, sys; sys.flags.ignore_environment or sys.flags.isolated "
+            f"or not os.environ.get({variable!r}) "
+            f"or os.getuid() != os.geteuid() or os.getgid() != os.getegid() "
+            f"or __import__('pyust._activate')._activate.activate({variable!r})\n")
+
+
 def enable(variable: str = DEFAULT_VARIABLE) -> str:
     """Write the .pth; returns its path. Raises PthError."""
     if not _VARIABLE_RE.match(variable):
         raise PthError(f"{variable!r} is not an environment variable name (letters, digits, _)")
     path = pth_path()
-    line = f"import pyust._activate; pyust._activate.activate({variable!r})\n"
+    line = pth_line(variable)
     try:
         with open(path, "w", encoding="utf-8") as stream:
             stream.write(line)

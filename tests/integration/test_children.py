@@ -6,11 +6,16 @@ that subprocess forks and execs all exit 0."""
 
 from __future__ import annotations
 
+import glob
+import os
+import re
 import subprocess
+import textwrap
+import time
 
 import pytest
 
-from lttng_harness import PYTHON, assert_balanced, child_env, read_trace, user_site_env
+from lttng_harness import FAST, PYTHON, assert_balanced, child_env, read_trace, user_site_env
 
 PARENT = """\
 import subprocess, sys
@@ -33,7 +38,8 @@ with open(sys.argv[1], "w") as f:
 """
 
 
-@pytest.mark.parametrize("inherited", [False, True], ids=["not-inherited", "inherited"])
+@pytest.mark.parametrize("inherited", [None, False, True],
+                         ids=["no-children", "default", "enabled-pth"])
 def test_twenty_python_c_children(tmp_path, inherited):
     program = tmp_path / "parent.py"
     program.write_text(PARENT)
@@ -49,9 +55,10 @@ def test_twenty_python_c_children(tmp_path, inherited):
                            text=True, env=env, timeout=120)
     assert plain.stdout == str([i % 4 for i in range(20)]) + "\n", plain.stderr
     out = tmp_path / "trace"
-    traced = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, "--", program,
-                             tmp_path / "pids"], capture_output=True, text=True, env=env,
-                            timeout=300)
+    no_children = ["--no-children"] if inherited is None else []
+    traced = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, *no_children, "--",
+                             program, tmp_path / "pids"], capture_output=True, text=True,
+                            env=env, timeout=300)
     assert (traced.returncode, traced.stdout) == (plain.returncode, plain.stdout), traced.stderr
     pids = {int(pid) for pid in (tmp_path / "pids").read_text().split()}
     assert len(pids) == 20
@@ -60,7 +67,7 @@ def test_twenty_python_c_children(tmp_path, inherited):
     for event in trace.events:
         by_pid.setdefault(event["vpid"], []).append(event)
     traced_children = pids & set(by_pid)
-    if not inherited:
+    if inherited is None:
         assert traced_children == set()
         return
     assert traced_children == pids
@@ -93,3 +100,339 @@ def test_two_hundred_fork_and_exec_children(tmp_path):
                             timeout=300)
     assert (traced.returncode, traced.stdout) == (0, "[0]\n"), traced.stderr
     assert "Assertion" not in traced.stderr
+
+
+# ------------------------------------------------------------ kinds of children
+
+def _run(tmp_path, program: str, *options, env=None, args=()):
+    """`pyust run` of program (source) with a private TMPDIR; (completed, trace dir, tmpdir)."""
+    path = tmp_path / "program.py"
+    path.write_text(textwrap.dedent(program))
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir(exist_ok=True)
+    out = tmp_path / "trace"
+    env = dict(env or child_env())
+    env["TMPDIR"] = str(tmpdir)
+    if FAST and "--fast" not in options:
+        options = ("--fast", *options)  # the children record batches too
+    done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, *options, "--", path, *args],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    return done, out, tmpdir
+
+
+def _called(trace, pid) -> set:
+    """Names of the functions the process pid called."""
+    return {e["fields"]["name"] for e in trace.events
+            if e["vpid"] == pid and e["name"] == "python:call"}
+
+
+def _pids(text: str) -> dict:
+    """{label: pid} from the program's `label pid` lines."""
+    return {line.split()[0]: int(line.split()[1]) for line in text.splitlines()
+            if len(line.split()) == 2 and line.split()[1].isdigit()}
+
+
+KINDS = """\
+    import multiprocessing, os, subprocess, sys, textwrap
+    import work
+
+    GRANDCHILD = "import os\\ndef grandchild():\\n    print('grandchild', os.getpid())\\ngrandchild()\\n"
+    CHILD = textwrap.dedent('''
+        import os, subprocess, sys
+        def child():
+            print('child', os.getpid(), flush=True)
+            subprocess.run([sys.executable, '-c', %r], check=True)
+        child()
+    ''') % GRANDCHILD
+
+    if __name__ == "__main__":
+        print("program", os.getpid(), flush=True)
+        subprocess.run([sys.executable, "-c", CHILD], check=True)
+        for method in ("spawn", "forkserver"):
+            with multiprocessing.get_context(method).Pool(1) as pool:
+                print(method, pool.apply(work.in_worker), flush=True)
+"""
+
+WORK = """\
+import os
+
+def in_worker():
+    return os.getpid()
+"""
+
+
+def test_each_kind_of_python_child_is_traced(tmp_path):
+    """A subprocess child running sys.executable, its own child (a grandchild), a
+    multiprocessing spawn worker and a forkserver worker (forked by the server,
+    a Python child itself): each records its own calls under its own pid."""
+    (tmp_path / "work.py").write_text(WORK)
+    done, out, _ = _run(tmp_path, KINDS, "--modules", "__main__,__mp_main__,work")
+    assert done.returncode == 0, done.stderr
+    pids = _pids(done.stdout)
+    assert set(pids) == {"program", "child", "grandchild", "spawn", "forkserver"}, done.stdout
+    assert len(set(pids.values())) == 5
+    trace = read_trace(out)
+    expected = {"program": "<module>", "child": "child", "grandchild": "grandchild",
+                "spawn": "in_worker", "forkserver": "in_worker"}
+    for label, function in expected.items():
+        assert function in _called(trace, pids[label]), label
+
+
+OPTIONS_PARENT = """\
+    import os, subprocess, sys
+    CHILD = "import json, os\\ndef child():\\n    return json.dumps([1])\\nchild()\\nprint(os.getpid())\\n"
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True)
+    print("child", done.stdout.strip())
+"""
+
+
+@pytest.mark.skipif(FAST, reason="reads the fast mode's batches itself")
+@pytest.mark.parametrize("fast", [False, True], ids=["standard", "fast"])
+def test_children_trace_with_the_runs_options(tmp_path, fast):
+    """--lines --c-calls --modules reach the children (their python:process event says
+    lines and c_calls, json's functions are filtered out, lines and C calls are recorded),
+    and --fast too (the child records batches, no call events)."""
+    options = ["--lines", "--c-calls", "--modules", "__main__"] + (["--fast"] if fast else [])
+    done, out, _ = _run(tmp_path, OPTIONS_PARENT, *options)
+    assert done.returncode == 0, done.stderr
+    pid = _pids(done.stdout)["child"]
+    raw = [e for e in read_trace(out, expand=False).events if e["vpid"] == pid]
+    names = {e["name"] for e in raw}
+    process = [e["fields"] for e in raw if e["name"] == "python:process"]
+    assert process and process[0]["lines"] == 1 and process[0]["c_calls"] == 1
+    if fast:
+        assert "python:batch" in names and "python:call" not in names, names
+        return
+    assert {"python:line", "python:c_call"} <= names, names
+    codes = {e["fields"]["id"]: e["fields"]["module"] for e in raw if e["name"] == "python:code"}
+    called = [codes.get(e["fields"]["id"]) for e in raw if e["name"] == "python:call"]
+    assert "__main__" in called and "json" not in called and "json.encoder" not in called
+
+
+SUMMARY = """\
+    import subprocess, sys
+    CHILD = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'pass'])"
+    subprocess.run([sys.executable, "-c", CHILD])
+"""
+
+
+def test_summary_counts_processes_and_nothing_is_left(tmp_path):
+    """The program, its child and grandchild: '3 processes traced' at the end of the summary
+    (with --no-count too); the private directory is gone afterwards; with --no-children, the
+    summary does not count."""
+    done, _, tmpdir = _run(tmp_path, SUMMARY)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r": \d+ events recorded, 0 discarded by LTTng; 3 processes traced\n\Z",
+                     done.stderr), done.stderr
+    assert list(tmpdir.iterdir()) == []
+    (tmp_path / "second").mkdir()
+    alone, _, _ = _run(tmp_path / "second", SUMMARY, "--no-children")
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stderr.endswith(" discarded by LTTng\n"), alone.stderr
+    (tmp_path / "third").mkdir()
+    uncounted, _, _ = _run(tmp_path / "third", SUMMARY, "--no-count")
+    assert uncounted.returncode == 0, uncounted.stderr
+    assert uncounted.stderr.endswith(", 0 discarded by LTTng; 3 processes traced\n"), \
+        uncounted.stderr
+
+
+UNTRACED_CHILDREN = """\
+    import os, subprocess, sys
+    SHOW = "import os, sys; print(os.getpid(), 'pyust' in sys.modules, sorted(sys.modules), sys.path)"
+    def show(label, argv, **kwargs):
+        done = subprocess.run(argv + ["-c", SHOW], capture_output=True, text=True, **kwargs)
+        print(label, done.returncode, repr(done.stderr), done.stdout.strip())
+    show("isolated", [sys.executable, "-I"])
+    show("ignore-env", [sys.executable, "-E"])
+    show("own-pythonpath", [sys.executable],
+         env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.abspath(__file__))})
+    show("own-env", [sys.executable], env={"PATH": os.environ["PATH"]})
+"""
+
+
+def test_children_that_are_not_traced_run_unchanged(tmp_path):
+    """-I and -E children (they ignore PYTHONPATH), a child whose PYTHONPATH the program
+    sets, and one with an environment of the program's own: untraced, and they see what
+    they see when the program runs untraced."""
+    path = tmp_path / "program.py"
+    path.write_text(textwrap.dedent(UNTRACED_CHILDREN))
+    plain = subprocess.run([PYTHON, path], capture_output=True, text=True, env=child_env(),
+                           timeout=120)
+    done, out, _ = _run(tmp_path, UNTRACED_CHILDREN)
+    assert done.returncode == 0, done.stderr
+    trace_pids = {e["vpid"] for e in read_trace(out).events}
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    plain_lines = dict(line.split(" ", 1) for line in plain.stdout.splitlines())
+    assert set(lines) == {"isolated", "ignore-env", "own-pythonpath", "own-env"}
+    for label, line in lines.items():
+        status, stderr, pid, rest = line.split(" ", 3)
+        assert (status, stderr) == ("0", "''"), line
+        assert int(pid) not in trace_pids, label
+        assert rest == plain_lines[label].split(" ", 3)[3], label
+
+
+def _other_pythons():
+    try:
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+    except OSError:
+        return []
+    ours = subprocess.run([PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                          capture_output=True, text=True).stdout.strip()
+    found = []
+    for version in ("2.7", "3.9", "3.10", "3.12", "3.13"):
+        if version == ours:
+            continue
+        candidates = sorted(glob.glob(os.path.join(root, "versions", version + ".*", "bin",
+                                                   "python" + version)))
+        if candidates:
+            found.append(candidates[-1])
+    return found
+
+
+OTHER = """\
+    import os, subprocess, sys
+    SHOW = ("import os, sys; print(os.getpid()); "
+            "print(sorted(m for m in sys.modules if m != 'sitecustomize')); print(sys.path)")
+    for python in sys.argv[1:]:
+        done = subprocess.run([python, "-c", SHOW], capture_output=True, text=True)
+        print(python, done.returncode, repr(done.stderr), repr(done.stdout))
+"""
+
+
+def test_child_of_another_interpreter_runs_untraced_and_unchanged(tmp_path):
+    """A child that is another Python version (pyenv's) cannot load pyust's native hook:
+    it runs untraced, silently, with the modules and sys.path it has when the program
+    runs untraced (bar a `sitecustomize` entry when it has none of its own)."""
+    pythons = _other_pythons()
+    if not pythons:
+        pytest.skip("no other Python version (pyenv) on this machine")
+    path = tmp_path / "program.py"
+    path.write_text(textwrap.dedent(OTHER))
+    plain = subprocess.run([PYTHON, path, *pythons], capture_output=True, text=True,
+                           env=child_env(), timeout=120)
+    done, out, _ = _run(tmp_path, OTHER, args=pythons)
+    assert done.returncode == 0, done.stderr
+    trace_pids = {e["vpid"] for e in read_trace(out).events}
+    traced = [line.split(" ", 3) for line in done.stdout.splitlines()]
+    untraced = [line.split(" ", 3) for line in plain.stdout.splitlines()]
+    assert len(traced) == len(pythons)
+    for (python, status, stderr, stdout), plain_line in zip(traced, untraced):
+        assert (status, stderr) == ("0", "''"), python
+        pid, rest = eval(stdout).split("\n", 1)
+        assert int(pid) not in trace_pids, python
+        assert rest == eval(plain_line[3]).split("\n", 1)[1], python
+
+
+WAITS = """\
+    import os, sys, time
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.05)
+"""
+
+
+def test_other_processes_on_the_machine_are_untouched(tmp_path):
+    """While a program runs under `pyust run`, a Python started beside it (not its
+    descendant) sees no PYUST, no private directory, and is not traced."""
+    path = tmp_path / "program.py"
+    path.write_text(textwrap.dedent(WAITS))
+    env = child_env()
+    env["TMPDIR"] = str(tmp_path)
+    run = subprocess.Popen([PYTHON, "-m", "pyust", "run", "-o", tmp_path / "trace", "--", path,
+                            tmp_path / "go"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if any(p.name.startswith("pyust-children-") for p in tmp_path.iterdir()):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("pyust run made no private directory")
+        beside = subprocess.run([PYTHON, "-c", "import os, sys\ndef beside():\n    pass\nbeside()\n"
+                                 "print(os.getpid(), 'pyust' in sys.modules, "
+                                 "os.environ.get('PYUST'), [p for p in sys.path if "
+                                 "'pyust-children-' in p])"],
+                                capture_output=True, text=True, env=child_env(), timeout=60)
+    finally:
+        (tmp_path / "go").touch()
+        _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 0, stderr
+    pid, rest = beside.stdout.split(" ", 1)
+    assert rest == "False None []\n"
+    assert int(pid) not in {e["vpid"] for e in read_trace(tmp_path / "trace").events}
+
+
+def test_the_interpreters_own_sitecustomize_still_runs(tmp_path):
+    """The private sitecustomize chains to the one further along sys.path: the
+    interpreter's (Debian's /usr/lib/python3.X/sitecustomize.py) or, here, a user's own on
+    PYTHONPATH, which still runs once in a traced child."""
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import sys\nsys.own_sitecustomize_ran = "
+                                          "getattr(sys, 'own_sitecustomize_ran', 0) + 1\n")
+    env = child_env()
+    env["PYTHONPATH"] = f"{env['PYTHONPATH']}{os.pathsep}{own}"
+    program = """\
+        import subprocess, sys
+        SHOW = ("import sys; print(getattr(sys, 'own_sitecustomize_ran', 0), "
+                "sys.modules['sitecustomize'].__file__, 'pyust' in sys.modules and "
+                "sys.modules['pyust'].is_active())")
+        print(subprocess.run([sys.executable, "-c", SHOW], capture_output=True,
+                             text=True).stdout.strip())
+    """
+    done, _, _ = _run(tmp_path, program, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"1 {own / 'sitecustomize.py'} True\n"
+
+
+ENABLED_PARENT = """\
+    import subprocess, sys
+    CHILD = "import os\\ndef child():\\n    return 1\\nchild()\\nprint(os.getpid())\\n"
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True)
+    print("child", done.stdout.strip())
+"""
+
+
+def test_the_runs_options_win_over_an_enabled_pth(tmp_path):
+    """With `pyust enable MY_TRACE`'s .pth and MY_TRACE=1 in the environment, `pyust run
+    --lines` traces the program and its child with --lines: the .pth starts the child with
+    its options first, the run's sitecustomize restarts it with the run's."""
+    env, _ = user_site_env(tmp_path, MY_TRACE="1")
+    enabled = subprocess.run([PYTHON, "-m", "pyust", "enable", "MY_TRACE"],
+                             capture_output=True, text=True, env=env)
+    assert enabled.returncode == 0, enabled.stderr
+    done, out, _ = _run(tmp_path, ENABLED_PARENT, "--lines", env=env)
+    assert done.returncode == 0, done.stderr
+    pid = _pids(done.stdout)["child"]
+    trace = read_trace(out)
+    process = [e["fields"]["lines"] for e in trace.events
+               if e["vpid"] == pid and e["name"] == "python:process"]
+    assert process and process[-1] == 1, process
+    assert any(e["vpid"] == pid and e["name"] == "python:line" for e in trace.events)
+    assert "child" in _called(trace, pid)
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/lib/python3.11/test/test_bisect.py")
+                    or not PYTHON.startswith("/usr/bin/python3"),
+                    reason="needs Debian's 3.11 with libpython3.11-testsuite")
+def test_regrtest_workers_are_traced(tmp_path):
+    """`python -m test -j2`'s workers (fresh interpreters, one per test file) record the
+    tests they run, each under its own pid."""
+    out = tmp_path / "trace"
+    fast = ["--fast"] if FAST else []
+    done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, *fast, "--modules",
+                           "test.test_bisect,test.test_colorsys", "--", "-m", "test", "-j2",
+                           "test_bisect", "test_colorsys"], capture_output=True, text=True,
+                          env=child_env(), timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "; 3 processes traced" in done.stderr, done.stderr
+    trace = read_trace(out)
+    by_module = {}
+    for e in trace.events:
+        if e["name"] == "python:code" and e["fields"]["module"] in ("test.test_bisect",
+                                                                    "test.test_colorsys"):
+            by_module.setdefault(e["fields"]["module"], set()).add(e["vpid"])
+    assert set(by_module) == {"test.test_bisect", "test.test_colorsys"}
+    # Another user's run of the same tests could share the session: ours are distinct pids.
+    assert all(by_module.values())
+    assert by_module["test.test_bisect"] != by_module["test.test_colorsys"]

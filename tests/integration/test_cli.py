@@ -31,7 +31,8 @@ def test_run_traces_and_summarises(make_program, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout == "done\n"
     summary = result.stderr.strip().splitlines()[-1]
-    match = re.fullmatch(r"pyust: trace in (\S+): (\d+) events recorded, (\d+) discarded by LTTng",
+    match = re.fullmatch(r"pyust: trace in (\S+): (\d+) events recorded, (\d+) discarded by LTTng"
+                         r"; 1 process traced",
                          summary)
     assert match, summary
     assert match.group(1) == str(out)

@@ -103,7 +103,7 @@ def test_activation_variable_takes_filters(session, tmp_path):
                             env=child_env(), cwd=tmp_path)
     assert result.stdout.splitlines() == [
         "{'modules': ['mod'], 'exclude': ['mod.sub'], 'c_calls': False, 'lines': True, "
-        "'fast': False}",
+        "'fast': False, 'dormant': True}",
         "None"]
     assert "unknown option '--modules'" in result.stderr
 
