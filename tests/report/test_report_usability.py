@@ -1,0 +1,190 @@
+"""`pyust report` on outputs a user works with (issue 12): a closed pipe, --pid/--tid
+that match nothing, sorting and limits, huge outputs, several processes in one trace,
+Chrome JSON that a viewer loads."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from report_harness import PYTHON, child_env, ok, one_error_line, report, trace_program
+
+# 2,000 functions, each called once: a tree and a profile far bigger than a pipe's buffer.
+WIDE = "\n".join(f"def f{i}():\n    return {i}\n" for i in range(2000)) + "\n" + \
+    "for i in range(2000):\n    globals()[f'f{i}']()\n"
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    return trace_program(tmp_path_factory.mktemp("wide"), WIDE)
+
+
+def babeltrace2_reading(path) -> list:
+    """The pids of babeltrace2 processes reading the trace at path."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                argv = file.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"babeltrace2") and str(path).encode() in b" ".join(argv):
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("sigpipe", ["default", "ignored"])
+@pytest.mark.parametrize("format", ["tree", "chrome"])
+def test_closed_pipe_ends_the_report_quietly(wide, format, sigpipe):
+    """`pyust report TRACE | head -1`: no traceback, no error, babeltrace2 gone."""
+    restore = sigpipe == "default"
+    everything = {"tree": "--min-share", "chrome": "--max-size"}[format]
+    child = subprocess.Popen([PYTHON, "-m", "pyust", "report", "-f", format, everything, "0",
+                              wide.path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=child_env(), restore_signals=restore,
+                             preexec_fn=None if restore else
+                             (lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN)))
+    assert child.stdout.readline()  # `head -1`
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    status = child.wait(timeout=120)
+    assert stderr == ""
+    assert status == -signal.SIGPIPE
+    deadline = time.monotonic() + 5
+    while babeltrace2_reading(wide.path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert babeltrace2_reading(wide.path) == []
+
+
+# --------------------------------------------------------- --pid/--tid that match nothing
+
+def test_pid_and_tid_that_match_nothing_list_what_the_trace_holds(wide):
+    result = report(wide.path, "--pid", 2**31 + 7)
+    line = one_error_line(result)
+    assert result.returncode == 1 and result.stdout == ""
+    # Other processes of the machine may be in the trace too (a session records every
+    # process that emits python:* events).
+    assert line.startswith(f"pyust: error: no event matches --pid {2**31 + 7}: the trace holds ")
+    assert f"pid {wide.pid} ({procname(wide)} {wide.program}) with thread {wide.pid}" in line
+    line = one_error_line(report(wide.path, "-f", "chrome", "--pid", wide.pid, "--tid", 1))
+    assert f"no event matches --pid {wide.pid} --tid 1: the trace holds pid {wide.pid} " in line
+
+
+def procname(traced) -> str:
+    """The command name LTTng's procname context gave the traced program."""
+    return traced.trace.events[0]["procname"]
+
+
+# ------------------------------------------------------------------- sorting and limits
+
+def rows_of(text: str) -> list:
+    """The profile's table rows as (ncalls, self_ms, total_ms, mean_us, label)."""
+    rows = []
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["ncalls"])
+    for line in lines[start + 1:]:
+        if not line.strip() or line.startswith("..."):
+            break
+        ncalls, self_ms, total_ms, mean_us, label = line.split()[:5]
+        rows.append((int(ncalls), float(self_ms), float(total_ms), float(mean_us), label))
+    return rows
+
+
+SORTED = """\
+def once():
+    sum(range(20000))
+def often():
+    pass
+def middle():
+    for _ in range(3):
+        sum(range(2000))
+for _ in range(50):
+    often()
+once()
+for _ in range(4):
+    middle()
+"""
+
+
+@pytest.fixture(scope="module")
+def sorted_program(tmp_path_factory):
+    return trace_program(tmp_path_factory.mktemp("sorted"), SORTED)
+
+
+@pytest.mark.parametrize("key, column", [("calls", 0), ("self", 1), ("total", 2), ("mean", 3)])
+def test_profile_sorts_by_the_column_asked(sorted_program, key, column):
+    rows = rows_of(ok(sorted_program.path, "--sort", key, "--pid", sorted_program.pid,
+                      "--modules", "__main__"))
+    values = [row[column] for row in rows]
+    assert values == sorted(values, reverse=True)
+    assert {row[4] for row in rows} == {"__main__:<module>", "__main__:once", "__main__:often",
+                                        "__main__:middle"}
+    if key == "calls":
+        assert rows[0][4] == "__main__:often"
+
+
+def test_profile_limit_says_what_it_left_out(wide):
+    text = ok(wide.path, "--limit", "5", "--pid", wide.pid)
+    header = text.splitlines()[0]
+    functions = int(header.split(" functions in ")[0].split(" of ")[-1])
+    assert functions > 2000
+    assert len(rows_of(text)) == 5
+    last = [line for line in text.splitlines() if line.startswith("... ")]
+    assert last and last[0].startswith(f"... {functions - 5:,} more functions not shown (")
+    assert last[0].endswith("): --limit 0 shows them all")
+    everything = ok(wide.path, "--limit", "0", "--pid", wide.pid)
+    assert len(rows_of(everything)) == functions
+    assert "more functions not shown" not in everything
+
+
+def test_bad_sort_and_limits_are_usage_errors(wide):
+    assert report(wide.path, "--sort", "name").returncode == 2
+    assert "--limit is for the profile and lines" in one_error_line(
+        report(wide.path, "-f", "folded", "--limit", "3"))
+    assert report(wide.path, "--limit", "-1").returncode == 2
+
+
+# ------------------------------------------------------- huge outputs: sympy's import
+
+SYMPY = """\
+import sympy
+x = sympy.Symbol("x")
+print(sympy.integrate(sympy.sin(x) ** 2 * sympy.exp(x), x))
+"""
+
+
+@pytest.fixture(scope="module")
+def sympy_trace(tmp_path_factory):
+    pytest.importorskip("sympy")
+    check = subprocess.run([PYTHON, "-c", "import sympy"], capture_output=True)
+    if check.returncode != 0:
+        pytest.skip("sympy is not installed for the interpreter under test (python3-sympy)")
+    return trace_program(tmp_path_factory.mktemp("sympy"), SYMPY)
+
+
+def test_huge_profile_shows_the_top_rows_by_default(sympy_trace):
+    text = ok(sympy_trace.path, "--pid", sympy_trace.pid)
+    header = text.splitlines()[0]
+    functions = int(header.split(" functions in ")[0].split(" of ")[-1])
+    assert functions > 2000  # sympy's import: thousands of functions
+    assert len(rows_of(text)) == 40
+    assert f"... {functions - 40:,} more functions not shown (" in text
+    assert len(text.splitlines()) < 60
+
+
+def test_huge_tree_is_pruned_by_default_with_a_note(sympy_trace):
+    pruned = ok(sympy_trace.path, "-f", "tree", "--pid", sympy_trace.pid)
+    whole = ok(sympy_trace.path, "-f", "tree", "--min-share", "0", "--pid", sympy_trace.pid)
+    assert len(whole) > 2_000_000  # megabytes: not something to read
+    assert len(pruned) < len(whole) / 20
+    note = pruned.splitlines()[-1]
+    assert note.endswith(" call paths under 0.5% of their thread's time not shown, with what "
+                         "they call: --min-share 0 shows them all")
+    assert "not shown" not in whole
+    # What is shown is the same call paths with the same times.
+    whole_lines = set(whole.splitlines())
+    assert all(line in whole_lines for line in pruned.splitlines()[:-1])
