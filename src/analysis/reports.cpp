@@ -346,6 +346,8 @@ void write_profile(const StackModel& model, std::ostream& out, const ReportOptio
             std::vector<ProfileRow> rows;
             for (const auto& [id, stats] : table)
                 rows.push_back(ProfileRow{model.label(id), location(model, id), stats});
+            if (rows.empty())
+                continue; // its every frame was hidden (--modules)
             out << (i ? "\n" : "");
             write_function_table(std::move(rows), threads_of(&pids[i]),
                                  process_title(options, pids[i]) + ": ", options, out);

@@ -4,13 +4,17 @@ Chrome JSON that a viewer loads."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from lttng_harness import RUN_TIMEOUT, read_trace
 from report_harness import PYTHON, child_env, ok, one_error_line, report, trace_program
 
 # 2,000 functions, each called once: a tree and a profile far bigger than a pipe's buffer.
@@ -71,7 +75,8 @@ def test_pid_and_tid_that_match_nothing_list_what_the_trace_holds(wide):
     assert line.startswith(f"pyust: error: no event matches --pid {2**31 + 7}: the trace holds ")
     assert f"pid {wide.pid} ({procname(wide)} {wide.program}) with thread {wide.pid}" in line
     line = one_error_line(report(wide.path, "-f", "chrome", "--pid", wide.pid, "--tid", 1))
-    assert f"no event matches --pid {wide.pid} --tid 1: the trace holds pid {wide.pid} " in line
+    assert f"no event matches --pid {wide.pid} --tid 1: the trace holds " in line
+    assert f"pid {wide.pid} ({procname(wide)} {wide.program}) with thread {wide.pid}" in line
 
 
 def procname(traced) -> str:
@@ -163,7 +168,30 @@ def sympy_trace(tmp_path_factory):
     check = subprocess.run([PYTHON, "-c", "import sympy"], capture_output=True)
     if check.returncode != 0:
         pytest.skip("sympy is not installed for the interpreter under test (python3-sympy)")
-    return trace_program(tmp_path_factory.mktemp("sympy"), SYMPY)
+    return run_untouched(tmp_path_factory.mktemp("sympy"), SYMPY)
+
+
+@dataclass
+class Run:
+    path: Path
+    program: Path
+    pid: int
+
+
+def run_untouched(directory: Path, source: str) -> Run:
+    """`pyust run` on a program, without reading its (big) trace into Python: its pid is the
+    one whose profile is named by the program's file."""
+    program = directory / "prog.py"
+    program.write_text(source)
+    path = directory / "trace"
+    result = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", str(path), "--", str(program)],
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                            env=child_env(), cwd=directory)
+    assert result.returncode == 0, result.stderr
+    headers = [line for line in ok(path, "--limit", "1").splitlines()
+               if line.startswith("pid ") and f" {program}): " in line]
+    assert len(headers) == 1, headers
+    return Run(path, program, int(headers[0].split()[1]))
 
 
 def test_huge_profile_shows_the_top_rows_by_default(sympy_trace):
@@ -188,3 +216,110 @@ def test_huge_tree_is_pruned_by_default_with_a_note(sympy_trace):
     # What is shown is the same call paths with the same times.
     whole_lines = set(whole.splitlines())
     assert all(line in whole_lines for line in pruned.splitlines()[:-1])
+
+
+# ---------------------------------------------------------------- several processes
+
+FORK = """\
+import json
+import os
+
+def in_child():
+    return sum(range(5000))
+
+def in_parent():
+    return sum(range(9000))
+
+def both():
+    return 1
+
+both()
+pid = os.fork()
+if pid == 0:
+    in_child()
+    both()
+    os._exit(0)
+in_parent()
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def forked(tmp_path_factory):
+    """A program that forks, traced by `pyust run`: (trace, parent pid, child pid)."""
+    directory = tmp_path_factory.mktemp("fork")
+    program = directory / "prog.py"
+    program.write_text(FORK)
+    path = directory / "trace"
+    result = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", str(path), "--", str(program)],
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                            env=child_env(), cwd=directory)
+    assert result.returncode == 0, result.stderr
+    trace = read_trace(path, owner=directory)
+    codes = trace.codes
+    pids = {}
+    for event in trace.events:
+        if event["name"] == "python:call":
+            qualname = codes.get(event["fields"]["id"], {}).get("qualname")
+            if qualname in ("in_child", "in_parent"):
+                pids[qualname] = event["vpid"]
+    assert len(pids) == 2 and pids["in_child"] != pids["in_parent"], pids
+    return path, program, pids["in_parent"], pids["in_child"], trace.events[0]["procname"]
+
+
+def tables_of(text: str) -> dict:
+    """A profile with a table per process -> {pid: {label: ncalls}}."""
+    tables = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("pid ") and " calls of " in line:
+            tables[int(line.split()[1])] = {row[4]: row[0]
+                                            for row in rows_of("\n".join(lines[i:]))}
+    return tables
+
+
+def test_each_process_has_its_profile_named_by_its_command(forked):
+    path, program, parent, child, procname = forked
+    text = ok(path, "--pid", parent) + ok(path, "--pid", child)
+    assert f"pid {parent} ({procname} {program}): " in text
+    # The child registered no __main__ code of its own: it is named by the code it ran.
+    assert f"pid {child} ({procname} {program}): " in text
+    text = ok(path, "--modules", "__main__", "--limit", "0")
+    tables = tables_of(text)
+    assert parent in tables and child in tables, text
+    assert tables[parent]["__main__:in_parent"] == 1 and "__main__:in_child" not in tables[parent]
+    assert tables[child]["__main__:in_child"] == 1 and "__main__:in_parent" not in tables[child]
+    assert tables[parent]["__main__:both"] == 1 and tables[child]["__main__:both"] == 1
+
+
+def test_merge_processes_gives_one_profile(forked):
+    path, program, parent, child, procname = forked
+    text = ok(path, "--modules", "__main__", "--limit", "0", "--merge-processes")
+    assert "processes merged: " in text.splitlines()[0]
+    assert f"pid {parent} ({procname} {program})" in text.splitlines()[0]
+    assert f"pid {child} ({procname} {program})" in text.splitlines()[0]
+    rows = {row[4]: row[0] for row in rows_of(text)}
+    assert rows["__main__:both"] == 2
+    assert rows["__main__:in_child"] == rows["__main__:in_parent"] == 1
+
+
+def test_every_format_names_the_processes(forked, tmp_path):
+    path, program, parent, child, procname = forked
+    title = {pid: f"pid {pid} ({procname} {program})" for pid in (parent, child)}
+    stacks = ok(path, "-f", "folded", "--modules", "__main__")
+    firsts = {line.split(";")[0] for line in stacks.splitlines()}
+    assert title[parent] in firsts and title[child] in firsts
+    assert any(line.startswith(f"{title[child]};") and ";__main__:in_child " in line
+               for line in stacks.splitlines()), stacks
+    assert any(line.startswith(f"{title[parent]};") and ";__main__:in_parent " in line
+               for line in stacks.splitlines()), stacks
+    merged = ok(path, "-f", "folded", "--modules", "__main__", "--merge-processes")
+    assert not any(line.startswith("pid ") for line in merged.splitlines())
+    tree = ok(path, "-f", "tree", "--pid", child)
+    assert tree.startswith(f"{title[child]} tid {child}")
+    data = json.loads(ok(path, "-f", "chrome"))
+    names = {e["pid"]: e["args"]["name"] for e in data["traceEvents"]
+             if e["name"] == "process_name"}
+    assert names[parent] == title[parent] and names[child] == title[child]
+    svg = ok(path, "-f", "svg")
+    assert f"{title[child]} tid {child}" in svg
