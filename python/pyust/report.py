@@ -50,9 +50,10 @@ DEFAULT_TIMEOUT = 60.0
 # 4,173 functions and a 22 MB tree); each output says what they left out.
 DEFAULT_LIMIT = 40          # profile and lines rows
 DEFAULT_MIN_SHARE = 0.5     # tree: percent of the thread's time
-# Chrome JSON past a few hundred MB does not load in Perfetto's UI (its WebAssembly memory)
-# nor in speedscope (the browser's largest string is 512 MiB); 100 MB loads in both.
-DEFAULT_MAX_SIZE_MB = 100
+# Chrome JSON of 20 MB loads in speedscope in headless Chromium (125 s on a busy 2-core
+# machine), 61 MB did not within 300 s; Perfetto's UI crashes on 900 MB (its WebAssembly
+# memory). The README says when to raise it.
+DEFAULT_MAX_SIZE_MB = 20
 PLUGIN_FILE = "babeltrace-plugin-pyust.so"
 PLUGIN_PATH_VARIABLE = "PYUST_PLUGIN_PATH"
 
@@ -69,8 +70,8 @@ what the defaults leave out, each time with a last line saying so:
   profile, lines  the top 40 rows (--limit N; --limit 0: all), by self time (profile,
                   --sort calls|self|total|mean) or time (lines)
   tree            call paths under 0.5% of their thread's time (--min-share P; 0: all)
-  chrome          frames past 100 MB of JSON (--max-size MB; 0: no limit), so that
-                  Perfetto's UI and speedscope load it; --min-duration 10us keeps the
+  chrome          frames past 20 MB of JSON (--max-size MB; 0: no limit), so that
+                  speedscope and Perfetto's UI load it; --min-duration 10us keeps the
                   whole timeline in fewer frames instead
 Several processes in one trace: profile writes a table per process (--merge-processes:
 one, by function), folded starts each stack with its process, and every format names
