@@ -411,3 +411,45 @@ def speedscope_title(directory: Path, name: str) -> str:
 def test_outputs_load_in_speedscope(wide, tmp_path, format, name):
     ok(wide.path, "-f", format, "--pid", wide.pid, "-o", tmp_path / name)
     assert speedscope_title(tmp_path, name) == f"{name} - speedscope"
+
+
+# ------------------------------------------------------------------ lines, by time
+
+LINES = """\
+def once():
+    sum(range(20000))
+def often():
+    pass
+for _ in range(50):
+    often()
+once()
+"""
+
+
+def line_rows(text: str) -> list:
+    """The lines report's rows as (hits, total_ms, place)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["hits"])
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip() or line.startswith("..."):
+            break
+        hits, total_ms, _mean, place = line.split()[:4]
+        rows.append((int(hits), float(total_ms), place))
+    return rows
+
+
+def test_lines_are_sorted_by_time_and_limited(tmp_path):
+    traced = trace_program(tmp_path, LINES, hook_flags=("--lines",))
+    text = ok(traced.path, "-f", "lines", "--pid", traced.pid, "--modules", "__main__")
+    assert text.startswith(f"pid {traced.pid} (")
+    rows = line_rows(text)
+    assert [row[1] for row in rows] == sorted((row[1] for row in rows), reverse=True)
+    assert rows[0][2].endswith("prog.py:7") or rows[0][2].endswith("prog.py:2")
+    by_hits = line_rows(ok(traced.path, "-f", "lines", "--pid", traced.pid, "--modules",
+                           "__main__", "--sort", "calls"))
+    assert [row[0] for row in by_hits] == sorted((row[0] for row in by_hits), reverse=True)
+    limited = ok(traced.path, "-f", "lines", "--pid", traced.pid, "--modules", "__main__",
+                 "--limit", "2")
+    assert len(line_rows(limited)) == 2
+    assert f"... {len(rows) - 2} more lines not shown (" in limited
