@@ -2,6 +2,8 @@
 
     python -m pyust report TRACE... [--format profile|tree|lines|folded|chrome|svg] [-o FILE]
            [--pid N] [--tid N] [--modules PREFIXES] [--min-duration D] [--from T] [--to T]
+           [--sort calls|self|total|mean] [--limit N] [--min-share P] [--max-size MB]
+           [--merge-processes]
 
 The work is done by pyust's babeltrace2 plugin (src/plugin): this module checks the
 arguments and the traces, then runs
@@ -29,6 +31,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -41,7 +44,16 @@ from . import salvage
 from .cli import UsageError, _Parser
 
 FORMATS = ("profile", "tree", "lines", "folded", "chrome", "svg")
+SORT_KEYS = ("self", "total", "calls", "mean")
 DEFAULT_TIMEOUT = 60.0
+# The defaults that keep a big program's report readable (issue 12: sympy's import gives
+# 4,173 functions and a 22 MB tree); each output says what they left out.
+DEFAULT_LIMIT = 40          # profile and lines rows
+DEFAULT_MIN_SHARE = 0.5     # tree: percent of the thread's time
+# Chrome JSON of 20 MB loads in speedscope in headless Chromium (125 s on a busy 2-core
+# machine), 61 MB did not within 300 s; Perfetto's UI crashes on 900 MB (its WebAssembly
+# memory). The README says when to raise it.
+DEFAULT_MAX_SIZE_MB = 20
 PLUGIN_FILE = "babeltrace-plugin-pyust.so"
 PLUGIN_PATH_VARIABLE = "PYUST_PLUGIN_PATH"
 
@@ -54,6 +66,17 @@ formats:
   chrome   Chrome Trace Event JSON (Perfetto UI, chrome://tracing, speedscope)
   svg      an interactive flame graph: click to zoom, hover, search
 
+what the defaults leave out, each time with a last line saying so:
+  profile, lines  the top 40 rows (--limit N; --limit 0: all), by self time (profile,
+                  --sort calls|self|total|mean) or time (lines)
+  tree            call paths under 0.5% of their thread's time (--min-share P; 0: all)
+  chrome          frames past 20 MB of JSON (--max-size MB; 0: no limit), so that
+                  speedscope and Perfetto's UI load it; --min-duration 10us keeps the
+                  whole timeline in fewer frames instead
+Several processes in one trace: profile writes a table per process (--merge-processes:
+one, by function), folded starts each stack with its process, and every format names
+processes by their command name and script, e.g. "pid 412 (python3 /srv/app.py)".
+
 durations (--min-duration): 250ns, 10us, 2ms, 1.5s; a bare number is ns.
 times (--from, --to), on the trace's clock:
   1795315016693230182          ns from the clock's origin (LTTng: the Unix epoch)
@@ -65,7 +88,8 @@ times (--from, --to), on the trace's clock:
 Frames are clipped to the window; stacks are still rebuilt from the whole trace.
 
 A trace records every process that emitted python:* events while it was
-recording: use --pid to keep only yours (the pid is in `babeltrace2 TRACE`).
+recording: use --pid to keep only yours (a --pid or --tid that matches nothing
+fails and lists the processes and threads the trace holds).
 What the trace could not tell exactly (started mid-call, lost events, frames
 open at the end) is said per thread at the end of profile, tree and lines, in
 chrome's otherData, and on standard error for folded and svg.
@@ -76,11 +100,18 @@ babeltrace2 cannot decode an event, the report covers what came before it;
 a warning says what was left out (--no-salvage: fail instead).
 
 Exit status: 0, 1 when the trace or babeltrace2 fails, 2 for a bad option.
+A reader that stops reading (`pyust report TRACE | head`) ends the report
+quietly, as it ends `cat` (killed by SIGPIPE: status 141 in the shell).
 """
 
 
 class ReportError(Exception):
     """The trace cannot be read or babeltrace2 failed; exit status 1."""
+
+
+class ClosedPipe(Exception):
+    """Whoever read the report stopped reading (`pyust report TRACE | head`): not an
+    error, the report ends quietly as any Unix tool does."""
 
 
 # ------------------------------------------------------------------ options
@@ -166,6 +197,34 @@ def _id_arg(text: str) -> int:
     return int(text)
 
 
+def _count_arg(text: str) -> int:
+    if not re.fullmatch(r"\d+", text.strip()) or int(text) >= 2**53:
+        raise argparse.ArgumentTypeError(f"bad number {text!r}: expected a whole number >= 0")
+    return int(text)
+
+
+def _megabytes_arg(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 2**40:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}: expected megabytes >= 0, e.g. "
+                                         "100 or 0.5")
+    return value
+
+
+def _share_arg(text: str) -> float:
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"bad share {text!r}: expected a percentage from 0 "
+                                         "to 100, e.g. 0.5")
+    return value
+
+
 def _timeout_arg(text: str) -> float:
     try:
         value = float(text)
@@ -205,6 +264,23 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--min-duration", type=_duration_arg, metavar="D",
                         help="leave out call paths shorter than D (tree, folded, chrome, svg; "
                              "in folded their time goes to the caller), e.g. 10us, 2ms")
+    parser.add_argument("--sort", choices=SORT_KEYS, default="self",
+                        help="profile: order rows by self time (default), inclusive time, "
+                             "calls or mean inclusive time per call; lines: by time "
+                             "(self, total), hits (calls) or mean")
+    parser.add_argument("--limit", type=_count_arg, default=None, metavar="N",
+                        help=f"profile, lines: show the first N rows (default: "
+                             f"{DEFAULT_LIMIT}; 0: all)")
+    parser.add_argument("--min-share", type=_share_arg, default=None, metavar="P",
+                        help=f"tree: leave out call paths under P%% of their thread's time "
+                             f"(default: {DEFAULT_MIN_SHARE:g}; 0: none)")
+    parser.add_argument("--max-size", type=_megabytes_arg, default=None, metavar="MB",
+                        help=f"chrome: stop adding frames that start after the JSON reaches "
+                             f"MB megabytes (default: {DEFAULT_MAX_SIZE_MB}; 0: no limit)")
+    parser.add_argument("--merge-processes", action="store_true",
+                        help="profile: one table for every process, functions merged by name "
+                             "and place (default: a table per process); folded: stacks "
+                             "without their process")
     parser.add_argument("--from", dest="begin", metavar="T",
                         help="only the part of the trace from time T (see times below)")
     parser.add_argument("--to", dest="end", metavar="T",
@@ -505,6 +581,10 @@ def explain_failure(stderr: str, returncode: int) -> str:
         return f"babeltrace2 failed (exit status {returncode}): " + (
             lines[-1] if lines else "no message")
     origin, message = causes[-1]
+    selection = re.search(r"No event matches (.*)", message)
+    if "sink.pyust." in origin and selection:
+        # The sink names its parameters; the user gave options.
+        return re.sub(r"\b(pid|tid)=(\d+)", r"--\1 \2", "no event matches " + selection.group(1))
     if "sink.pyust." in origin:
         return re.sub(r"^Cannot initialize sink\.pyust\.report: ", "", message)
     if re.search(r'Cannot find component class: plugin-name="pyust"', message):
@@ -543,6 +623,11 @@ def run_babeltrace2(command: list, timeout: float) -> str:
         child.wait()
         raise
     text = stderr.decode("utf-8", "replace")
+    if child.returncode == -signal.SIGPIPE or (
+            child.returncode != 0 and "error=Broken pipe" in text):
+        # babeltrace2 died of SIGPIPE (the default action, which subprocess restores), or
+        # a parent that ignores SIGPIPE made its write fail with EPIPE.
+        raise ClosedPipe()
     if child.returncode != 0:
         if child.returncode < 0:
             raise ReportError(f"babeltrace2 was killed by signal {-child.returncode}")
@@ -570,6 +655,29 @@ def _params(args: argparse.Namespace, metadata_dirs: list, output) -> dict:
         params["modules"] = ",".join(prefixes)
     if args.min_duration:
         params["min-duration"] = args.min_duration
+    if args.format in ("profile", "lines"):
+        if args.sort != "self":
+            params["sort"] = args.sort
+        params["limit"] = DEFAULT_LIMIT if args.limit is None else args.limit
+    elif args.limit is not None:
+        raise UsageError("--limit is for the profile and lines formats (tree: --min-share, "
+                         "chrome: --max-size)")
+    elif args.sort != "self":
+        raise UsageError("--sort is for the profile and lines formats")
+    if args.format == "tree":
+        share = DEFAULT_MIN_SHARE if args.min_share is None else args.min_share
+        if share:
+            params["min-share"] = f"{share:g}"
+    elif args.min_share is not None:
+        raise UsageError("--min-share is for the tree format")
+    if args.format == "chrome":
+        size = DEFAULT_MAX_SIZE_MB if args.max_size is None else args.max_size
+        if size:
+            params["max-size"] = max(1, int(size * 10**6))
+    elif args.max_size is not None:
+        raise UsageError("--max-size is for the chrome format")
+    if args.merge_processes:
+        params["merge-processes"] = True
 
     start = []
 
@@ -679,12 +787,14 @@ def _lower_first(text: str) -> str:
 
 
 _DAMAGE_NOTE = re.compile(r"^Damaged trace: (.*)\n(.*)$", re.M)
+_CUT_NOTE = re.compile(r"^Chrome trace cut: ", re.M)
 
 
 def _salvage_notes(notes: str) -> str:
     """babeltrace2's standard error after a run the sink salvaged (it stopped at an error
     and reported what came before): its error log, then the sink's "Damaged trace: ..."
     note, become one warning. Other notes are kept as they are."""
+    notes = _CUT_NOTE.sub("pyust: note: chrome: ", notes)
     damage = _DAMAGE_NOTE.search(notes)
     if not damage:
         return notes
@@ -696,12 +806,28 @@ def _salvage_notes(notes: str) -> str:
             notes[damage.end():].lstrip("\n"))
 
 
+def _end_as_closed_pipe() -> None:
+    """Ends the process as a Unix tool ends when its reader goes away: silently, killed
+    by SIGPIPE (the shell's status 141), babeltrace2 already gone."""
+    # Python would report the closed pipe again when it flushes standard output at exit.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+    sys.exit(128 + signal.SIGPIPE)  # not reached, unless SIGPIPE is blocked
+
+
 def main(argv: list) -> int:
     """`python -m pyust report ARGS`: the exit status (0, 1 when the trace or
     babeltrace2 fails, 2 for a bad option). One line `pyust: error: ...` on
-    standard error for each failure; bugs keep their traceback."""
+    standard error for each failure; bugs keep their traceback. When standard
+    output is a pipe whose reader is gone, the process ends killed by SIGPIPE,
+    as `cat` does, without a message."""
     try:
         return report(_parser().parse_args(argv))
+    except (ClosedPipe, BrokenPipeError):
+        _end_as_closed_pipe()
     except UsageError as error:
         print(f"pyust: error: {error}", file=sys.stderr)
         return 2

@@ -83,13 +83,30 @@ std::string xml_text(const std::string& text)
     return out;
 }
 
-// Self time of every thread, for the profile's header.
-Timestamp traced_self_time(const StackModel& model)
+// printable(), and a byte that is not part of valid UTF-8 as \xNN too: the kernel cuts a
+// command name to 15 bytes, possibly inside a character, and a damaged trace holds anything.
+std::string printable_utf8(std::string_view text)
 {
-    Timestamp sum = 0;
-    for (const auto& [id, stats] : model.functions())
-        sum += stats.self_ns;
-    return sum;
+    std::string valid;
+    for (std::size_t i = 0; i < text.size();) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        const std::size_t length = byte < 0x80           ? 1
+                                   : (byte >> 5) == 0x6  ? 2
+                                   : (byte >> 4) == 0xe  ? 3
+                                   : (byte >> 3) == 0x1e ? 4
+                                                         : 0;
+        bool is_valid = length != 0 && i + length <= text.size();
+        for (std::size_t k = 1; is_valid && k < length; ++k)
+            is_valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+        if (is_valid) {
+            valid.append(text, i, length);
+            i += length;
+        } else {
+            valid += printf_string("\\x%02x", byte);
+            ++i;
+        }
+    }
+    return printable(valid);
 }
 
 } // namespace
@@ -114,52 +131,252 @@ std::string format_time(Timestamp ns)
                          magnitude % 1000000000);
 }
 
-std::string thread_title(const Thread& thread)
+std::string process_title(const ReportOptions& options, std::int64_t pid)
+{
+    std::string title = "pid " + std::to_string(pid);
+    const auto it = options.processes.find(pid);
+    if (it != options.processes.end() && !it->second.empty())
+        title += " (" + it->second + ")";
+    return title;
+}
+
+std::string thread_title(const Thread& thread, const ReportOptions& options)
 {
     std::string title =
-        "pid " + std::to_string(thread.key().pid) + " tid " + std::to_string(thread.key().tid);
+        process_title(options, thread.key().pid) + " tid " + std::to_string(thread.key().tid);
     if (!thread.name().empty())
         title += " (" + thread.name() + ")";
     return title;
 }
 
-void write_profile(const StackModel& model, std::ostream& out)
+void name_processes(const StackModel& model, const std::map<std::int64_t, std::string>& procnames,
+                    std::map<std::int64_t, std::string> scripts, ReportOptions& options)
 {
-    struct Row {
-        std::string label;
-        FrameId id;
-        FunctionStats stats;
-    };
-    std::vector<Row> rows;
-    std::uint64_t calls = 0;
-    for (const auto& [id, stats] : model.functions()) {
-        rows.push_back(Row{model.label(id), id, stats});
-        calls += stats.calls;
+    // A process that registered no __main__ code (a forked child runs its parent's) is named
+    // by the file of the shallowest __main__ code it ran, breadth first over its threads'
+    // trees.
+    for (const Thread* thread : model.threads()) {
+        if (scripts.count(thread->key().pid))
+            continue;
+        const auto& nodes = thread->nodes();
+        std::vector<std::uint32_t> level(nodes[0].children.begin(), nodes[0].children.end());
+        while (!level.empty() && !scripts.count(thread->key().pid)) {
+            std::vector<std::uint32_t> next;
+            for (const std::uint32_t index : level) {
+                const ContextNode& node = nodes[index];
+                const CodeInfo* info = node.id.is_c ? nullptr : model.code(node.id.value);
+                if (info && info->module == "__main__" && !info->file.empty() &&
+                    info->file[0] != '<') {
+                    scripts[thread->key().pid] = info->file;
+                    break;
+                }
+                next.insert(next.end(), node.children.begin(), node.children.end());
+            }
+            level.swap(next);
+        }
     }
-    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-        return std::make_tuple(-a.stats.self_ns, -a.stats.total_ns, a.label) <
-               std::make_tuple(-b.stats.self_ns, -b.stats.total_ns, b.label);
-    });
-    const std::size_t threads = model.threads().size();
-    out << calls << " calls of " << rows.size() << " functions in " << threads
-        << (threads == 1 ? " thread, " : " threads, ") << format_duration(traced_self_time(model))
-        << " of self time\n\n";
-    out << printf_string("%9s %12s %12s %12s  %s\n", "ncalls", "self_ms", "total_ms", "mean_us",
-                         "function (file:line)");
-    for (const Row& row : rows) {
-        const double mean_us = row.stats.calls ? static_cast<double>(row.stats.total_ns) / 1e3 /
-                                                     static_cast<double>(row.stats.calls)
-                                               : 0.0;
-        out << printf_string("%9" PRIu64 " %12s %12s %12.3f  ", row.stats.calls,
-                             format_ms(row.stats.self_ns).c_str(),
-                             format_ms(row.stats.total_ns).c_str(), mean_us)
-            << row.label << "  " << location(model, row.id) << '\n';
+    std::set<std::int64_t> pids;
+    for (const Thread* thread : model.threads())
+        pids.insert(thread->key().pid);
+    for (const auto& [pid, name] : procnames)
+        pids.insert(pid);
+    for (const std::int64_t pid : pids) {
+        std::string name;
+        if (const auto it = procnames.find(pid); it != procnames.end())
+            name = printable_utf8(it->second);
+        if (const auto it = scripts.find(pid); it != scripts.end())
+            name += (name.empty() ? "" : " ") + printable_utf8(it->second);
+        if (!name.empty())
+            options.processes[pid] = name;
     }
 }
 
-void write_tree(const StackModel& model, std::ostream& out, Timestamp min_duration)
+namespace {
+
+// Adds one thread's per-function statistics, read from its calling context tree, to table:
+// calls and self time of every node of the function, inclusive time of the outermost ones
+// (a recursive call's time is already in its caller's), as the model counts them.
+void add_functions(const Thread& thread, FunctionTable& table)
+{
+    const auto& nodes = thread.nodes();
+    std::unordered_map<FrameId, std::uint32_t, FrameIdHash> open; // on the current path
+    std::vector<std::pair<std::uint32_t, bool>> todo;             // (node, is the way back)
+    for (const std::uint32_t child : nodes[0].children)
+        todo.emplace_back(child, false);
+    while (!todo.empty()) {
+        const auto [index, is_back] = todo.back();
+        todo.pop_back();
+        const ContextNode& node = nodes[index];
+        if (is_back) {
+            if (--open[node.id] == 0)
+                open.erase(node.id);
+            continue;
+        }
+        FunctionStats& stats = table[node.id];
+        stats.calls += node.calls;
+        stats.self_ns += node.self_ns;
+        std::uint32_t& depth = open[node.id];
+        if (depth++ == 0)
+            stats.total_ns += node.total_ns;
+        todo.emplace_back(index, true);
+        for (const std::uint32_t child : node.children)
+            todo.emplace_back(child, false);
+    }
+}
+
+double mean_ns(const FunctionStats& stats)
+{
+    return stats.calls ? static_cast<double>(stats.total_ns) / static_cast<double>(stats.calls)
+                       : 0.0;
+}
+
+struct ProfileRow {
+    std::string label;
+    std::string place;
+    FunctionStats stats;
+};
+
+// The sort key of a row under options.sort, largest first.
+double sort_value(const FunctionStats& stats, SortKey key)
+{
+    switch (key) {
+    case SortKey::self:
+        return static_cast<double>(stats.self_ns);
+    case SortKey::total:
+        return static_cast<double>(stats.total_ns);
+    case SortKey::calls:
+        return static_cast<double>(stats.calls);
+    case SortKey::mean:
+        return mean_ns(stats);
+    }
+    return 0.0;
+}
+
+std::string thousands(std::uint64_t n)
+{
+    std::string digits = std::to_string(n);
+    for (std::size_t at = digits.size(); at > 3; at -= 3)
+        digits.insert(at - 3, ",");
+    return digits;
+}
+
+// One profile table: its header line (after prefix), the column names, the rows in
+// options.sort order up to options.limit, and a line for the rows left out.
+void write_function_table(std::vector<ProfileRow> rows, std::size_t threads,
+                          const std::string& prefix, const ReportOptions& options,
+                          std::ostream& out)
+{
+    std::sort(rows.begin(), rows.end(), [&](const ProfileRow& a, const ProfileRow& b) {
+        const double ka = sort_value(a.stats, options.sort);
+        const double kb = sort_value(b.stats, options.sort);
+        if (ka != kb)
+            return ka > kb;
+        return std::make_tuple(-a.stats.self_ns, -a.stats.total_ns, a.label, a.place) <
+               std::make_tuple(-b.stats.self_ns, -b.stats.total_ns, b.label, b.place);
+    });
+    std::uint64_t calls = 0;
+    Timestamp self = 0;
+    for (const ProfileRow& row : rows) {
+        calls += row.stats.calls;
+        self += row.stats.self_ns;
+    }
+    out << prefix << calls << " calls of " << rows.size() << " functions in " << threads
+        << (threads == 1 ? " thread, " : " threads, ") << format_duration(self)
+        << " of self time\n\n";
+    out << printf_string("%9s %12s %12s %12s  %s\n", "ncalls", "self_ms", "total_ms", "mean_us",
+                         "function (file:line)");
+    const std::size_t shown = options.limit ? std::min(options.limit, rows.size()) : rows.size();
+    for (std::size_t i = 0; i < shown; ++i) {
+        const ProfileRow& row = rows[i];
+        out << printf_string("%9" PRIu64 " %12s %12s %12.3f  ", row.stats.calls,
+                             format_ms(row.stats.self_ns).c_str(),
+                             format_ms(row.stats.total_ns).c_str(), mean_ns(row.stats) / 1e3)
+            << row.label << "  " << row.place << '\n';
+    }
+    if (shown < rows.size()) {
+        Timestamp hidden_self = 0;
+        std::uint64_t hidden_calls = 0;
+        for (std::size_t i = shown; i < rows.size(); ++i) {
+            hidden_self += rows[i].stats.self_ns;
+            hidden_calls += rows[i].stats.calls;
+        }
+        out << "... " << thousands(rows.size() - shown) << " more functions not shown ("
+            << printf_string("%.1f%%", self ? 100.0 * static_cast<double>(hidden_self) /
+                                                  static_cast<double>(self)
+                                            : 0.0)
+            << " of the self time, " << thousands(hidden_calls)
+            << " calls): --limit 0 shows them all\n";
+    }
+}
+
+// The pids of the threads that had events, sorted.
+std::vector<std::int64_t> traced_pids(const StackModel& model)
+{
+    std::set<std::int64_t> pids;
+    for (const Thread* thread : model.threads())
+        if (thread->event_count() != 0)
+            pids.insert(thread->key().pid);
+    return std::vector<std::int64_t>(pids.begin(), pids.end());
+}
+
+} // namespace
+
+void write_profile(const StackModel& model, std::ostream& out, const ReportOptions& options)
+{
+    const std::vector<std::int64_t> pids = traced_pids(model);
+    const auto threads_of = [&](const std::int64_t* pid) {
+        std::size_t count = 0;
+        for (const Thread* thread : model.threads())
+            count += !pid || thread->key().pid == *pid;
+        return count;
+    };
+    if (pids.size() > 1 && !options.merge_processes) {
+        for (std::size_t i = 0; i < pids.size(); ++i) {
+            FunctionTable table;
+            for (const Thread* thread : model.threads())
+                if (thread->key().pid == pids[i])
+                    add_functions(*thread, table);
+            std::vector<ProfileRow> rows;
+            for (const auto& [id, stats] : table)
+                rows.push_back(ProfileRow{model.label(id), location(model, id), stats});
+            if (rows.empty())
+                continue; // its every frame was hidden (--modules)
+            out << (i ? "\n" : "");
+            write_function_table(std::move(rows), threads_of(&pids[i]),
+                                 process_title(options, pids[i]) + ": ", options, out);
+        }
+        return;
+    }
+    std::vector<ProfileRow> rows;
+    if (pids.size() > 1) {
+        // Merged: one row per function name and place, whichever process registered it.
+        std::map<std::pair<std::string, std::string>, FunctionStats> merged;
+        for (const auto& [id, stats] : model.functions()) {
+            FunctionStats& row = merged[{model.label(id), location(model, id)}];
+            row.calls += stats.calls;
+            row.self_ns += stats.self_ns;
+            row.total_ns += stats.total_ns;
+        }
+        for (auto& [key, stats] : merged)
+            rows.push_back(ProfileRow{key.first, key.second, stats});
+        out << pids.size() << " processes merged:";
+        for (std::size_t i = 0; i < pids.size(); ++i)
+            out << (i ? ", " : " ") << process_title(options, pids[i]);
+        out << '\n';
+    } else {
+        for (const auto& [id, stats] : model.functions())
+            rows.push_back(ProfileRow{model.label(id), location(model, id), stats});
+    }
+    write_function_table(std::move(rows), threads_of(nullptr),
+                         pids.size() == 1 ? process_title(options, pids[0]) + ": " : "", options,
+                         out);
+}
+
+void write_tree(const StackModel& model, std::ostream& out, Timestamp min_duration,
+                const ReportOptions& options)
 {
     std::uint64_t hidden = 0;
+    std::uint64_t hidden_by_share = 0;
     for (const Thread* thread : model.threads()) {
         if (thread->event_count() == 0)
             continue; // only named by a python:thread event
@@ -167,8 +384,10 @@ void write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
         Timestamp total = 0;
         for (const std::uint32_t child : nodes[0].children)
             total += nodes[child].total_ns;
-        out << thread_title(*thread) << ": " << thread->event_count() << " events, "
+        out << thread_title(*thread, options) << ": " << thread->event_count() << " events, "
             << format_duration(total) << " in frames\n";
+        const auto share_limit =
+            static_cast<Timestamp>(options.min_share * static_cast<double>(total));
         // Depth-first, children in the order they were first called.
         std::vector<std::pair<std::uint32_t, int>> todo;
         for (auto it = nodes[0].children.rbegin(); it != nodes[0].children.rend(); ++it)
@@ -183,6 +402,10 @@ void write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
                 ++hidden;
                 continue;
             }
+            if (node.total_ns < share_limit) {
+                ++hidden_by_share;
+                continue;
+            }
             out << std::string(2 * static_cast<std::size_t>(level), ' ')
                 << format_duration(node.total_ns) << "  " << model.label(node.id) << "  ("
                 << node.calls << (node.calls == 1 ? " call" : " calls") << ", self "
@@ -194,9 +417,15 @@ void write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
     if (hidden)
         out << hidden << (hidden == 1 ? " call path" : " call paths") << " shorter than "
             << format_duration(min_duration) << " not shown\n";
+    if (hidden_by_share)
+        out << thousands(hidden_by_share) << (hidden_by_share == 1 ? " call path" : " call paths")
+            << " under " << printf_string("%g%%", options.min_share * 100)
+            << " of their thread's time not shown, with what they call: --min-share 0 shows "
+               "them all\n";
 }
 
-void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration)
+void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration,
+                  const ReportOptions& options)
 {
     // The threads' trees are merged into one tree of labels (a node per distinct path, its
     // children by label), then written depth first with one growing path: memory grows with the
@@ -208,11 +437,23 @@ void write_folded(const StackModel& model, std::ostream& out, Timestamp min_dura
     };
     std::vector<Merged> merged(1);
     std::set<std::string, std::less<>> labels;
+    // Several processes: each one's stacks start with its title (a frame of no time).
+    const bool is_per_process = !options.merge_processes && traced_pids(model).size() > 1;
     for (const Thread* thread : model.threads()) {
         const auto& nodes = thread->nodes();
+        std::uint32_t top = 0;
+        if (is_per_process) {
+            const std::string_view label =
+                *labels.insert(printable(process_title(options, thread->key().pid))).first;
+            auto [at, is_new] =
+                merged[0].children.try_emplace(label, static_cast<std::uint32_t>(merged.size()));
+            top = at->second;
+            if (is_new)
+                merged.emplace_back();
+        }
         std::vector<std::pair<std::uint32_t, std::uint32_t>> todo; // (node, merged parent)
         for (const std::uint32_t child : nodes[0].children)
-            todo.emplace_back(child, 0);
+            todo.emplace_back(child, top);
         while (!todo.empty()) {
             const auto [index, parent] = todo.back();
             todo.pop_back();
@@ -263,34 +504,80 @@ void write_folded(const StackModel& model, std::ostream& out, Timestamp min_dura
     }
 }
 
-void write_lines(const StackModel& model, std::ostream& out)
+void write_lines(const StackModel& model, std::ostream& out, const ReportOptions& options)
 {
-    std::map<std::tuple<std::string, std::uint32_t, std::string>, LineStats> rows;
+    std::map<std::tuple<std::string, std::uint32_t, std::string>, LineStats> merged;
     for (const auto& [key, stats] : model.lines()) {
         const CodeInfo* info = model.code(key.code_id);
         LineStats& row =
-            rows[std::make_tuple(info && info->is_registered ? info->file : std::string("?"),
-                                 key.line, model.label(FrameId{key.code_id, false}))];
+            merged[std::make_tuple(info && info->is_registered ? info->file : std::string("?"),
+                                   key.line, model.label(FrameId{key.code_id, false}))];
         row.hits += stats.hits;
         row.total_ns += stats.total_ns;
     }
-    if (rows.empty()) {
+    if (merged.empty()) {
         out << "No python:line events (trace with `pyust run --lines`).\n";
         return;
     }
+    const std::vector<std::int64_t> pids = traced_pids(model);
+    if (pids.size() > 1) {
+        out << "Lines of " << pids.size() << " processes, merged:";
+        for (std::size_t i = 0; i < pids.size(); ++i)
+            out << (i ? ", " : " ") << process_title(options, pids[i]);
+        out << "\n\n";
+    } else if (pids.size() == 1) {
+        out << process_title(options, pids[0]) << ":\n\n";
+    }
+    using Row = std::pair<const std::tuple<std::string, std::uint32_t, std::string>*, LineStats>;
+    std::vector<Row> rows;
+    Timestamp total = 0;
+    for (const auto& [key, stats] : merged) {
+        rows.emplace_back(&key, stats);
+        total += stats.total_ns;
+    }
+    const auto value = [&](const LineStats& stats) {
+        switch (options.sort) {
+        case SortKey::calls:
+            return static_cast<double>(stats.hits);
+        case SortKey::mean:
+            return stats.hits
+                       ? static_cast<double>(stats.total_ns) / static_cast<double>(stats.hits)
+                       : 0.0;
+        case SortKey::self:
+        case SortKey::total:
+            break;
+        }
+        return static_cast<double>(stats.total_ns);
+    };
+    // The slowest first; ties in file and line order.
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](const Row& a, const Row& b) { return value(a.second) > value(b.second); });
     out << printf_string("%9s %12s %12s  %s\n", "hits", "total_ms", "mean_us",
                          "file:line (function)");
-    for (const auto& [key, stats] : rows) {
+    const std::size_t shown = options.limit ? std::min(options.limit, rows.size()) : rows.size();
+    for (std::size_t i = 0; i < shown; ++i) {
+        const auto& [key, stats] = rows[i];
         const double mean_us =
             stats.hits ? static_cast<double>(stats.total_ns) / 1e3 / static_cast<double>(stats.hits)
                        : 0.0;
         out << printf_string("%9" PRIu64 " %12s %12.3f  ", stats.hits,
                              format_ms(stats.total_ns).c_str(), mean_us)
-            << std::get<0>(key) << ':' << std::get<1>(key) << "  (" << std::get<2>(key) << ")\n";
+            << std::get<0>(*key) << ':' << std::get<1>(*key) << "  (" << std::get<2>(*key) << ")\n";
+    }
+    if (shown < rows.size()) {
+        Timestamp hidden = 0;
+        for (std::size_t i = shown; i < rows.size(); ++i)
+            hidden += rows[i].second.total_ns;
+        out << "... " << thousands(rows.size() - shown) << " more lines not shown ("
+            << printf_string("%.1f%%", total ? 100.0 * static_cast<double>(hidden) /
+                                                   static_cast<double>(total)
+                                             : 0.0)
+            << " of the lines' time): --limit 0 shows them all\n";
     }
 }
 
-void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& stream_name)
+void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& stream_name,
+                const ReportOptions& options)
 {
     bool has_header = false;
     const auto header = [&] {
@@ -307,7 +594,7 @@ void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& s
     for (const Thread* thread : model.threads()) {
         for (const Gap& gap : thread->gaps()) {
             header();
-            line(thread_title(*thread), gap);
+            line(thread_title(*thread, options), gap);
         }
     }
     std::map<std::string, std::vector<Gap>> streams;
@@ -321,8 +608,9 @@ void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& s
     }
 }
 
-ChromeWriter::ChromeWriter(const StackModel& model, std::ostream& out, Timestamp min_duration)
-    : m_model(model), m_out(out), m_min_duration(min_duration)
+ChromeWriter::ChromeWriter(const StackModel& model, std::ostream& out, Timestamp min_duration,
+                           std::uint64_t max_bytes)
+    : m_model(model), m_out(out), m_min_duration(min_duration), m_max_bytes(max_bytes)
 {
     m_out << "{\"traceEvents\":[";
 }
@@ -338,20 +626,41 @@ void ChromeWriter::on_frame_closed(const Thread& thread, const Frame& frame, Tim
 {
     if (end - begin < m_min_duration)
         return;
+    // Past the size limit, only the frames open when it was reached are still written (at
+    // most the depth of each stack): the timeline up to that time stays whole.
+    if (m_is_cutting && begin >= m_first_cut) {
+        ++m_cut;
+        return;
+    }
+    m_event = "{\"name\":";
+    m_event += json_string(m_model.label(frame.id));
+    m_event += ",\"cat\":\"";
+    m_event += frame.id.is_kernel ? "kernel" : frame.id.is_c ? "c" : "python";
+    m_event += "\",\"ph\":\"X\",\"ts\":";
+    m_event += printf_string("%.3f", static_cast<double>(begin - m_origin) / 1e3);
+    m_event += ",\"dur\":";
+    m_event += printf_string("%.3f", static_cast<double>(end - begin) / 1e3);
+    m_event += ",\"pid\":" + std::to_string(thread.key().pid) +
+               ",\"tid\":" + std::to_string(thread.key().tid) + '}';
+    if (m_max_bytes && !m_is_cutting && m_bytes + m_event.size() > m_max_bytes) {
+        // This frame is still written; from now on, only the frames open at its end are.
+        m_is_cutting = true;
+        m_first_cut = end;
+    }
     separate();
-    m_out << "{\"name\":" << json_string(m_model.label(frame.id)) << ",\"cat\":\""
-          << (frame.id.is_kernel ? "kernel"
-              : frame.id.is_c    ? "c"
-                                 : "python")
-          << "\",\"ph\":\"X\",\"ts\":"
-          << printf_string("%.3f", static_cast<double>(begin - m_origin) / 1e3)
-          << ",\"dur\":" << printf_string("%.3f", static_cast<double>(end - begin) / 1e3)
-          << ",\"pid\":" << thread.key().pid << ",\"tid\":" << thread.key().tid << '}';
+    m_bytes += m_event.size() + 2;
+    ++m_written;
+    m_out << m_event;
 }
 
-void ChromeWriter::finish(const StreamNamer& stream_name)
+void ChromeWriter::finish(const StreamNamer& stream_name, const ReportOptions& options)
 {
     std::vector<std::string> notes;
+    for (const std::int64_t pid : traced_pids(m_model)) {
+        separate();
+        m_out << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << pid
+              << ",\"args\":{\"name\":" << json_string(process_title(options, pid)) << "}}";
+    }
     for (const Thread* thread : m_model.threads()) {
         if (!thread->name().empty()) {
             separate();
@@ -360,7 +669,7 @@ void ChromeWriter::finish(const StreamNamer& stream_name)
                   << ",\"args\":{\"name\":" << json_string(thread->name()) << "}}";
         }
         for (const Gap& gap : thread->gaps())
-            notes.push_back(thread_title(*thread) + ": " + gap_kind_name(gap.kind) + " (" +
+            notes.push_back(thread_title(*thread, options) + ": " + gap_kind_name(gap.kind) + " (" +
                             std::to_string(gap.count) + "), from " + format_time(gap.begin) +
                             " to " + format_time(gap.end));
     }
@@ -373,7 +682,20 @@ void ChromeWriter::finish(const StreamNamer& stream_name)
           << json_string(format_time(m_origin)) << ",\"incomplete\":[";
     for (std::size_t i = 0; i < notes.size(); ++i)
         m_out << (i ? "," : "") << json_string(notes[i]);
-    m_out << "]}}\n";
+    m_out << "]";
+    if (m_cut)
+        m_out << ",\"cut\":" << json_string(cut_note());
+    m_out << "}}\n";
+}
+
+std::string ChromeWriter::cut_note() const
+{
+    return thousands(m_cut) + " frames that started at or after +" +
+           format_duration(m_first_cut - m_origin) + " were left out: the output reached " +
+           printf_string("%g", static_cast<double>(m_max_bytes) / 1e6) + " MB with " +
+           thousands(m_written) +
+           " frames (the timeline is whole before that time; --max-size sets the limit, 0 for "
+           "none, --min-duration leaves out short frames instead)";
 }
 
 namespace {
@@ -421,7 +743,7 @@ std::string flame_color(const Flame& flame)
 } // namespace
 
 void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duration,
-               const std::string& title)
+               const std::string& title, const ReportOptions& options)
 {
     const std::vector<const Thread*> threads = model.threads();
     Timestamp grand_total = 0;
@@ -442,7 +764,8 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
             thread_total += nodes[child].total_ns;
         if (thread_total <= 0 || thread_total < min_width)
             continue;
-        flames.push_back(Flame{thread_title(*thread), thread_total, 0, 0, 1, thread_x, "top"});
+        flames.push_back(
+            Flame{thread_title(*thread, options), thread_total, 0, 0, 1, thread_x, "top"});
         // (node, depth, x)
         std::vector<std::tuple<std::uint32_t, int, Timestamp>> todo;
         Timestamp x = thread_x;

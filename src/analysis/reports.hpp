@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <string>
 #include <unordered_map>
@@ -17,42 +18,83 @@ namespace pyust::analysis {
 // Names a stream index the model was given (for the stream-wide lost-event windows).
 using StreamNamer = std::function<std::string(std::uint64_t)>;
 
+// What names a traced process, by pid: its command name (LTTng's procname context) and the
+// script its __main__ module ran, when the trace shows them.
+using ProcessNames = std::map<std::int64_t, std::string>;
+
+// The order of the profile's and the lines' rows (largest first).
+enum class SortKey { self, total, calls, mean };
+
+// The choices of a report beyond its format; the defaults write everything.
+struct ReportOptions {
+    SortKey sort = SortKey::self;
+    // profile and lines: rows per table at most (0: all); a last line says what was left out.
+    std::size_t limit = 0;
+    // tree: call paths under this share (0..1) of their thread's time are left out, with a
+    // note.
+    double min_share = 0;
+    // profile, folded, svg: one table (tree) for every process instead of one per process.
+    bool merge_processes = false;
+    ProcessNames processes;
+};
+
+// Fills options.processes: procnames (pid -> command name, as the events' procname context
+// says) followed by scripts (pid -> the file of the first __main__ code the process
+// registered), "python3 /path/prog.py"; a process without a script is named by the __main__
+// code it ran (a forked child). Precondition: model.finish() was called. Throws
+// std::bad_alloc.
+void name_processes(const StackModel& model, const std::map<std::int64_t, std::string>& procnames,
+                    std::map<std::int64_t, std::string> scripts, ReportOptions& options);
+
+// "pid 1234 (python3 prog.py)", or "pid 1234" when nothing names it. Throws std::bad_alloc.
+std::string process_title(const ReportOptions& options, std::int64_t pid);
+
 // The profile table: per function, calls, self and inclusive time, mean inclusive time per
-// call, sorted by self time. Precondition (all writers): model.finish() was called.
-// Throws what out throws (with exceptions enabled), std::bad_alloc.
-void write_profile(const StackModel& model, std::ostream& out);
+// call, sorted by options.sort (self time by default), at most options.limit rows; one table
+// per process unless there is one or options.merge_processes (then functions are merged by
+// name and place). Precondition (all writers): model.finish() was called. Throws what out
+// throws (with exceptions enabled), std::bad_alloc.
+void write_profile(const StackModel& model, std::ostream& out, const ReportOptions& options = {});
 
 // An indented call tree per thread (calls aggregated per call path), with inclusive and self
-// times; nodes shorter than min_duration (ns, total) are left out. Throws like write_profile.
-void write_tree(const StackModel& model, std::ostream& out, Timestamp min_duration);
+// times; nodes shorter than min_duration (ns, total) or than options.min_share of their
+// thread's time are left out, and a last line counts them. Throws like write_profile.
+void write_tree(const StackModel& model, std::ostream& out, Timestamp min_duration,
+                const ReportOptions& options = {});
 
 // Folded stacks "frame;frame;frame self_ns", merged over threads, sorted. A node shorter than
-// min_duration is cut and its time goes to its parent, so the sum stays the traced time.
-// Throws like write_profile.
-void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration);
+// min_duration is cut and its time goes to its parent, so the sum stays the traced time. When
+// the trace holds several processes (and not options.merge_processes), each stack starts with
+// its process's title. Throws like write_profile.
+void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration,
+                  const ReportOptions& options = {});
 
-// Per file:line: hits, time until the frame's next line (or its end), mean. Throws like
-// write_profile.
-void write_lines(const StackModel& model, std::ostream& out);
+// Per file:line: hits, time until the frame's next line (or its end), mean; sorted by
+// options.sort (time by default), at most options.limit rows. Throws like write_profile.
+void write_lines(const StackModel& model, std::ostream& out, const ReportOptions& options = {});
 
 // A self-contained SVG flame graph: click a frame to zoom, click the root to reset, hover for
 // details, "Search" to highlight frames by a regular expression. One tower per thread. Nodes
 // narrower than about a pixel, or shorter than min_duration, are merged into their parent.
 // Throws like write_profile.
 void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duration,
-               const std::string& title);
+               const std::string& title, const ReportOptions& options = {});
 
 // "Incomplete:" and one line per thread gap and stream gap; nothing when all is complete.
 // Throws like write_profile.
-void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& stream_name);
+void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& stream_name,
+                const ReportOptions& options = {});
 
 // Chrome Trace Event JSON, streamed: one complete ("X") event per closed frame, written as the
 // model closes it; thread names and the incomplete parts at the end. Times are microseconds from
 // the origin given to set_origin.
 class ChromeWriter : public FrameListener {
 public:
-    // Starts the JSON document. Precondition: out outlives the writer. Throws like out.
-    ChromeWriter(const StackModel& model, std::ostream& out, Timestamp min_duration);
+    // Starts the JSON document. Once the frames written reach max_bytes (0: no limit), the
+    // later frames are left out and counted; finish() says so. Precondition: out outlives the
+    // writer. Throws like out.
+    ChromeWriter(const StackModel& model, std::ostream& out, Timestamp min_duration,
+                 std::uint64_t max_bytes = 0);
 
     // Sets time zero (the first event's time). noexcept.
     void set_origin(Timestamp origin) noexcept { m_origin = origin; }
@@ -61,9 +103,19 @@ public:
     void on_frame_closed(const Thread& thread, const Frame& frame, Timestamp begin,
                          Timestamp end) override;
 
-    // Writes thread names and gaps and closes the document. Precondition: model.finish() was
-    // called. Throws like on_frame_closed.
-    void finish(const StreamNamer& stream_name);
+    // Writes process and thread names and gaps and closes the document. Precondition:
+    // model.finish() was called. Throws like on_frame_closed.
+    void finish(const StreamNamer& stream_name, const ReportOptions& options = {});
+
+    // Frames left out by the size limit, and the time from which they were (frames that
+    // started from then on were left out). noexcept.
+    std::uint64_t cut_frames() const noexcept { return m_cut; }
+    Timestamp first_cut() const noexcept { return m_first_cut; }
+    // Frames written. noexcept.
+    std::uint64_t written_frames() const noexcept { return m_written; }
+    // What the size limit left out, in a sentence. Precondition: cut_frames() != 0. Throws
+    // std::bad_alloc.
+    std::string cut_note() const;
 
 private:
     void separate();
@@ -71,6 +123,13 @@ private:
     const StackModel& m_model;
     std::ostream& m_out;
     Timestamp m_min_duration;
+    std::uint64_t m_max_bytes;
+    std::uint64_t m_bytes = 0;
+    std::uint64_t m_written = 0;
+    std::uint64_t m_cut = 0;
+    bool m_is_cutting = false;
+    Timestamp m_first_cut = 0;
+    std::string m_event; // reused buffer: one event's text
     Timestamp m_origin = 0;
     bool m_is_first = true;
 };
@@ -104,7 +163,8 @@ void write_top(const StackModel& model, const FunctionTable& before, const Funct
 std::string format_duration(Timestamp ns);
 // Seconds from the origin with nanoseconds: "1700000000.123456789". Throws std::bad_alloc.
 std::string format_time(Timestamp ns);
-// "pid 1 tid 2" with the thread's name when known. Throws std::bad_alloc.
-std::string thread_title(const Thread& thread);
+// "pid 1 tid 2" with the thread's name when known, and the process's name when options know
+// it ("pid 1 (python3 prog.py) tid 2 (MainThread)"). Throws std::bad_alloc.
+std::string thread_title(const Thread& thread, const ReportOptions& options = {});
 
 } // namespace pyust::analysis

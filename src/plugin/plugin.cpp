@@ -53,7 +53,10 @@ BT_PLUGIN_SINK_COMPONENT_CLASS_DESCRIPTION(
             "folded stacks, Chrome trace JSON or SVG flame graph");
 BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
     report, "Parameters: format=profile|tree|folded|lines|chrome|svg (default profile), "
-            "output=PATH (default stdout), pid=N, tid=N, begin=NS, end=NS, min-duration=NS");
+            "output=PATH (default stdout), pid=N, tid=N (matching nothing is an error), "
+            "begin=NS, end=NS, min-duration=NS, modules=PREFIXES, sort=self|total|calls|mean, "
+            "limit=N (profile, lines rows; default 0: all), min-share=\"PERCENT\" (tree), "
+            "max-size=BYTES (chrome), merge-processes=yes|no (profile, folded)");
 BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, pyust::plugin::report::initialize);
 BT_PLUGIN_SINK_COMPONENT_CLASS_GRAPH_IS_CONFIGURED_METHOD(
     report, pyust::plugin::report::graph_is_configured);

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from lttng_harness import folded
-from report_harness import ok, profile_rows, top_level_time, trace_program
+from report_harness import ok, profile_rows, report, top_level_time, trace_program
 
 COUNTS_PROGRAM = """\
 def leaf(i):
@@ -159,7 +159,9 @@ def test_self_times_add_up_to_the_threads_traced_time(counts):
 def test_tree_shows_the_call_path_with_counts(counts):
     tree = ok(counts.path, "--format", "tree", "--pid", counts.pid, "--modules", "__main__")
     lines = tree.splitlines()
-    assert lines[0].startswith(f"pid {counts.pid} tid ")
+    # The process is named by its command name and script (issue 12).
+    assert lines[0].startswith(f"pid {counts.pid} (python")
+    assert f" {counts.program}) tid {counts.pid} (MainThread): " in lines[0]
     body = [line.strip() for line in lines[1:]]
     assert any("__main__:mid  (3 calls" in line for line in body), tree
     assert any("__main__:leaf  (15 calls" in line for line in body), tree
@@ -189,7 +191,8 @@ def test_pid_and_tid_select_threads(foo_bar_baz):
     by_pid = ok(foo_bar_baz.path, "-f", "folded", "--pid", foo_bar_baz.pid)
     (vtid,) = {e["vtid"] for e in foo_bar_baz.trace.events}
     assert ok(foo_bar_baz.path, "-f", "folded", "--tid", vtid, "--pid", foo_bar_baz.pid) == by_pid
-    assert ok(foo_bar_baz.path, "-f", "folded", "--pid", 2**31 + 7) == ""
+    # A selection that matches nothing is an error (test_report_usability.py).
+    assert report(foo_bar_baz.path, "-f", "folded", "--pid", 2**31 + 7).returncode == 1
 
 
 def test_time_window_clips_frames(foo_bar_baz):
@@ -271,6 +274,8 @@ def test_output_to_a_file_with_awkward_characters(foo_bar_baz, tmp_path):
 
 
 def test_several_traces_at_once(foo_bar_baz, counts):
-    stacks = folded(ok(foo_bar_baz.path, counts.path, "-f", "folded", "--modules", "__main__"))
+    # Two processes: without --merge-processes, each stack would start with its process.
+    stacks = folded(ok(foo_bar_baz.path, counts.path, "-f", "folded", "--modules", "__main__",
+                       "--merge-processes"))
     assert FOO_BAR_BAZ_STACKS[3] in stacks
     assert "__main__:<module>;__main__:top;__main__:mid;__main__:leaf" in stacks

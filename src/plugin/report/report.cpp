@@ -7,8 +7,10 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -43,6 +45,24 @@ Format parse_format(const std::string& text)
             return entry.format;
     throw Error("bad parameter value: name=format, value=" + text +
                 ", expected=profile|tree|folded|lines|chrome|svg|top");
+}
+
+analysis::SortKey parse_sort(const std::string& text)
+{
+    static constexpr struct {
+        const char* name;
+        analysis::SortKey key;
+    } keys[] = {
+        {"self", analysis::SortKey::self},
+        {"total", analysis::SortKey::total},
+        {"calls", analysis::SortKey::calls},
+        {"mean", analysis::SortKey::mean},
+    };
+    for (const auto& entry : keys)
+        if (text == entry.name)
+            return entry.key;
+    throw Error("bad parameter value: name=sort, value=" + text +
+                ", expected=self|total|calls|mean");
 }
 
 // text without the "name-addr=0x..., " pairs of babeltrace2's error messages: object addresses
@@ -91,6 +111,12 @@ private:
     // innermost cause for the report. noexcept apart from std::bad_alloc.
     void keep_damage();
     void write_damage(std::ostream& out) const;
+    // Notes the process and thread of an event (before --pid/--tid select), and the process's
+    // command name (procname context) the first time. Throws std::bad_alloc.
+    void note_thread(const bt_message* message, const PythonEvent& event);
+    // Throws Error listing the processes and threads of the trace when --pid/--tid selected
+    // nothing. Throws std::bad_alloc.
+    void check_selection() const;
     // top: the refresh (the table of the interval since the previous one). Throws Error (an
     // output error), std::bad_alloc.
     void write_top_frame();
@@ -104,6 +130,15 @@ private:
     std::optional<std::int64_t> m_pid, m_tid;
     std::optional<analysis::ModuleFilter> m_modules;
     analysis::Timestamp m_min_duration = 0;
+    analysis::ReportOptions m_options;
+    std::uint64_t m_max_bytes = 0; // chrome
+    // Every process and thread that had an event, selected or not, and each process's command
+    // name: what an error says when --pid/--tid select nothing, and the processes' titles.
+    std::map<std::int64_t, std::set<std::int64_t>> m_seen;
+    std::map<std::int64_t, std::string> m_procnames;
+    std::map<std::int64_t, std::string> m_scripts; // the file of its first __main__ code
+    analysis::ThreadKey m_last_seen{-1, -1};
+    bool m_has_selected = false;
     MessageIteratorRef m_upstream;
     EventReader m_reader;
     analysis::StackModel m_model;
@@ -133,7 +168,8 @@ private:
 ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m_self(self)
 {
     check_known_params(params, {"format", "output", "pid", "tid", "begin", "end", "min-duration",
-                                "modules", "period", "count", "rows", "salvage"});
+                                "modules", "period", "count", "rows", "salvage", "sort", "limit",
+                                "min-share", "merge-processes", "max-size"});
     m_is_salvaging = bool_param(params, "salvage").value_or(false);
     if (const auto format = string_param(params, "format"))
         m_format = parse_format(*format);
@@ -166,6 +202,24 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
                         ", reason=after end=" + std::to_string(last));
         m_model.set_window(first, last);
     }
+    if (const auto sort = string_param(params, "sort"))
+        m_options.sort = parse_sort(*sort);
+    for (const char* name : {"limit", "max-size"}) {
+        if (const auto value = int_param(params, name); value && *value < 0)
+            throw Error(std::string("bad parameter value: name=") + name +
+                        ", value=" + std::to_string(*value) + ", expected=>= 0");
+    }
+    m_options.limit = static_cast<std::size_t>(int_param(params, "limit").value_or(0));
+    m_max_bytes = static_cast<std::uint64_t>(int_param(params, "max-size").value_or(0));
+    if (const auto share = string_param(params, "min-share")) {
+        char* end = nullptr;
+        const double percent = std::strtod(share->c_str(), &end);
+        if (share->empty() || *end != '\0' || !(percent >= 0 && percent <= 100))
+            throw Error("bad parameter value: name=min-share, value=" + *share +
+                        ", expected=a percentage from 0 to 100");
+        m_options.min_share = percent / 100;
+    }
+    m_options.merge_processes = bool_param(params, "merge-processes").value_or(false);
     m_min_duration = int_param(params, "min-duration").value_or(0);
     if (m_min_duration < 0)
         throw Error("bad parameter value: name=min-duration, value=" +
@@ -189,7 +243,8 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
     m_is_terminal = m_format == Format::top && m_out == &std::cout && isatty(STDOUT_FILENO);
     m_last_frame = std::chrono::steady_clock::now();
     if (m_format == Format::chrome) {
-        m_chrome = std::make_unique<analysis::ChromeWriter>(m_model, *m_out, m_min_duration);
+        m_chrome =
+            std::make_unique<analysis::ChromeWriter>(m_model, *m_out, m_min_duration, m_max_bytes);
         m_model.set_listener(m_chrome.get());
     }
     check(bt_self_component_sink_add_input_port(self, "in", nullptr, nullptr),
@@ -314,10 +369,16 @@ void ReportSink::process(const bt_message* message)
         if (m_event.kind == PythonKind::code) {
             if (m_modules)
                 m_modules->on_code(m_event.id, m_event.owner);
+            // The script of the process: its __main__ code's file (not "<string>" and the
+            // like, code exec'd in __main__'s namespace).
+            if (m_event.owner == "__main__" && !m_event.file.empty() && m_event.file[0] != '<')
+                m_scripts.try_emplace(m_event.key.pid, m_event.file);
             return;
         }
         if (EventReader::apply_foreign_switch(m_model, m_event))
             return;
+        if (!(m_event.key == m_last_seen))
+            note_thread(message, m_event);
         if ((m_pid && *m_pid != m_event.key.pid) || (m_tid && *m_tid != m_event.key.tid)) {
             // LTTng records the switch back to a thread in the context of the task it replaces
             // (another process, swapper): it still ends the selected thread's [off-cpu].
@@ -325,6 +386,7 @@ void ReportSink::process(const bt_message* message)
                 m_model.on_switch_in(m_event.next_tid, m_event.ts);
             return;
         }
+        m_has_selected = true;
         if (m_modules && is_hidden(m_event))
             return;
         if (!m_has_origin && m_chrome) {
@@ -374,31 +436,84 @@ bool ReportSink::is_hidden(const PythonEvent& event)
     }
 }
 
+void ReportSink::note_thread(const bt_message* message, const PythonEvent& event)
+{
+    m_last_seen = event.key;
+    m_seen[event.key.pid].insert(event.key.tid);
+    if (m_procnames.count(event.key.pid))
+        return;
+    std::string& procname = m_procnames[event.key.pid];
+    const bt_field* context =
+        bt_event_borrow_common_context_field_const(bt_message_event_borrow_event_const(message));
+    if (!context || bt_field_get_class_type(context) != BT_FIELD_CLASS_TYPE_STRUCTURE)
+        return;
+    const bt_field* field =
+        bt_field_structure_borrow_member_field_by_name_const(context, "procname");
+    if (field && bt_field_get_class_type(field) == BT_FIELD_CLASS_TYPE_STRING)
+        procname = bt_field_string_get_value(field);
+}
+
+void ReportSink::check_selection() const
+{
+    if (m_has_selected || !(m_pid || m_tid) || m_damage)
+        return;
+    std::string asked;
+    if (m_pid)
+        asked += "pid=" + std::to_string(*m_pid);
+    if (m_tid)
+        asked += std::string(asked.empty() ? "" : " ") + "tid=" + std::to_string(*m_tid);
+    if (m_seen.empty())
+        throw Error("No event matches " + asked + ": the trace holds no event of any process");
+    std::string held;
+    std::size_t listed = 0;
+    for (const auto& [pid, tids] : m_seen) {
+        if (listed++ == 20) {
+            held += "; and " + std::to_string(m_seen.size() - 20) + " more processes";
+            break;
+        }
+        held += (held.empty() ? "" : "; ") + analysis::process_title(m_options, pid) +
+                (tids.size() == 1 ? " with thread " : " with threads ");
+        std::size_t shown = 0;
+        for (const std::int64_t tid : tids) {
+            if (shown++ == 10) {
+                held += " and " + std::to_string(tids.size() - 10) + " more";
+                break;
+            }
+            held += (shown > 1 ? ", " : "") + std::to_string(tid);
+        }
+    }
+    throw Error("No event matches " + asked + ": the trace holds " + held);
+}
+
 void ReportSink::write_report()
 {
     m_model.finish();
+    analysis::name_processes(m_model, m_procnames, m_scripts, m_options);
+    check_selection();
     const analysis::StreamNamer stream_name = [this](std::uint64_t index) {
         return m_reader.stream_name(index);
     };
     std::ostream& out = *m_out;
     switch (m_format) {
     case Format::profile:
-        analysis::write_profile(m_model, out);
+        analysis::write_profile(m_model, out, m_options);
         break;
     case Format::tree:
-        analysis::write_tree(m_model, out, m_min_duration);
+        analysis::write_tree(m_model, out, m_min_duration, m_options);
         break;
     case Format::folded:
-        analysis::write_folded(m_model, out, m_min_duration);
+        analysis::write_folded(m_model, out, m_min_duration, m_options);
         break;
     case Format::lines:
-        analysis::write_lines(m_model, out);
+        analysis::write_lines(m_model, out, m_options);
         break;
     case Format::chrome:
-        m_chrome->finish(stream_name);
+        m_chrome->finish(stream_name, m_options);
+        if (m_chrome->cut_frames())
+            std::cerr << "Chrome trace cut: " << m_chrome->cut_note() << '\n';
         break;
     case Format::svg:
-        analysis::write_svg(m_model, out, m_min_duration, "pyust flame graph");
+        analysis::write_svg(m_model, out, m_min_duration, "pyust flame graph", m_options);
         break;
     case Format::top:
         break; // written by write_top_frame()
@@ -406,9 +521,9 @@ void ReportSink::write_report()
     const bool is_text =
         m_format == Format::profile || m_format == Format::tree || m_format == Format::lines;
     if (is_text)
-        analysis::write_gaps(m_model, out, stream_name);
+        analysis::write_gaps(m_model, out, stream_name, m_options);
     else if (m_format != Format::chrome)
-        analysis::write_gaps(m_model, std::cerr, stream_name);
+        analysis::write_gaps(m_model, std::cerr, stream_name, m_options);
     if (m_damage) {
         if (is_text)
             write_damage(out);

@@ -4,12 +4,18 @@
 // Parameters:
 //   format        profile (default) | tree | folded | lines | chrome | svg | top
 //   output        path of the file to write (default: standard output)
-//   pid, tid      only this process / thread
+//   pid, tid      only this process / thread; when no event matches, the sink fails with the
+//                 processes (command name and script) and threads the trace holds
 //   begin, end    only this time window, in ns from the clock's origin (frames are clipped)
 //   min-duration  leave out frames / call paths shorter than this many ns (tree, folded,
 //                 chrome, svg)
 //   modules       comma-separated module-name prefixes: show only the frames of these modules
 //                 (and C functions of these owners); see src/analysis/module_filter.hpp
+//   sort          self (default) | total | calls | mean: the order of the profile and lines rows
+//   limit         profile, lines: rows at most (per process for the profile; 0: all)
+//   min-share     tree: a percentage, as a string ("0.5"): shorter call paths are left out
+//   max-size      chrome: bytes; frames that start after the output reached it are left out
+//   merge-processes  yes: one profile for every process; folded stacks without their process
 //   period        top: ns of wall time between tables (default 1 s); a live source that has
 //                 nothing new makes the graph call again after a pause, so tables keep coming
 //   count         top: stop (end the graph's sink) after this many tables (default: at the end)

@@ -1,0 +1,455 @@
+"""`pyust report` on outputs a user works with (issue 12): a closed pipe, --pid/--tid
+that match nothing, sorting and limits, huge outputs, several processes in one trace,
+Chrome JSON that a viewer loads."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lttng_harness import RUN_TIMEOUT, read_trace
+from report_harness import PYTHON, child_env, ok, one_error_line, report, trace_program
+
+# 2,000 functions, each called once: a tree and a profile far bigger than a pipe's buffer.
+WIDE = "\n".join(f"def f{i}():\n    return {i}\n" for i in range(2000)) + "\n" + \
+    "for i in range(2000):\n    globals()[f'f{i}']()\n"
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    return trace_program(tmp_path_factory.mktemp("wide"), WIDE)
+
+
+def babeltrace2_reading(path) -> list:
+    """The pids of babeltrace2 processes reading the trace at path."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                argv = file.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"babeltrace2") and str(path).encode() in b" ".join(argv):
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("sigpipe", ["default", "ignored"])
+@pytest.mark.parametrize("format", ["tree", "chrome"])
+def test_closed_pipe_ends_the_report_quietly(wide, format, sigpipe):
+    """`pyust report TRACE | head -1`: no traceback, no error, babeltrace2 gone."""
+    restore = sigpipe == "default"
+    everything = {"tree": "--min-share", "chrome": "--max-size"}[format]
+    child = subprocess.Popen([PYTHON, "-m", "pyust", "report", "-f", format, everything, "0",
+                              wide.path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=child_env(), restore_signals=restore,
+                             preexec_fn=None if restore else
+                             (lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN)))
+    assert child.stdout.readline()  # `head -1`
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    status = child.wait(timeout=120)
+    assert stderr == ""
+    assert status == -signal.SIGPIPE
+    deadline = time.monotonic() + 5
+    while babeltrace2_reading(wide.path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert babeltrace2_reading(wide.path) == []
+
+
+# --------------------------------------------------------- --pid/--tid that match nothing
+
+def test_pid_and_tid_that_match_nothing_list_what_the_trace_holds(wide):
+    result = report(wide.path, "--pid", 2**31 + 7)
+    line = one_error_line(result)
+    assert result.returncode == 1 and result.stdout == ""
+    # Other processes of the machine may be in the trace too (a session records every
+    # process that emits python:* events).
+    assert line.startswith(f"pyust: error: no event matches --pid {2**31 + 7}: the trace holds ")
+    assert f"pid {wide.pid} ({procname(wide)} {wide.program}) with thread {wide.pid}" in line
+    line = one_error_line(report(wide.path, "-f", "chrome", "--pid", wide.pid, "--tid", 1))
+    assert f"no event matches --pid {wide.pid} --tid 1: the trace holds " in line
+    assert f"pid {wide.pid} ({procname(wide)} {wide.program}) with thread {wide.pid}" in line
+
+
+def procname(traced) -> str:
+    """The command name LTTng's procname context gave the traced program."""
+    return traced.trace.events[0]["procname"]
+
+
+# ------------------------------------------------------------------- sorting and limits
+
+def rows_of(text: str) -> list:
+    """The profile's table rows as (ncalls, self_ms, total_ms, mean_us, label)."""
+    rows = []
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["ncalls"])
+    for line in lines[start + 1:]:
+        if not line.strip() or line.startswith("..."):
+            break
+        ncalls, self_ms, total_ms, mean_us, label = line.split()[:5]
+        rows.append((int(ncalls), float(self_ms), float(total_ms), float(mean_us), label))
+    return rows
+
+
+SORTED = """\
+def once():
+    sum(range(20000))
+def often():
+    pass
+def middle():
+    for _ in range(3):
+        sum(range(2000))
+for _ in range(50):
+    often()
+once()
+for _ in range(4):
+    middle()
+"""
+
+
+@pytest.fixture(scope="module")
+def sorted_program(tmp_path_factory):
+    return trace_program(tmp_path_factory.mktemp("sorted"), SORTED)
+
+
+@pytest.mark.parametrize("key, column", [("calls", 0), ("self", 1), ("total", 2), ("mean", 3)])
+def test_profile_sorts_by_the_column_asked(sorted_program, key, column):
+    rows = rows_of(ok(sorted_program.path, "--sort", key, "--pid", sorted_program.pid,
+                      "--modules", "__main__"))
+    values = [row[column] for row in rows]
+    assert values == sorted(values, reverse=True)
+    assert {row[4] for row in rows} == {"__main__:<module>", "__main__:once", "__main__:often",
+                                        "__main__:middle"}
+    if key == "calls":
+        assert rows[0][4] == "__main__:often"
+
+
+def test_profile_limit_says_what_it_left_out(wide):
+    text = ok(wide.path, "--limit", "5", "--pid", wide.pid)
+    header = text.splitlines()[0]
+    functions = int(header.split(" functions in ")[0].split(" of ")[-1])
+    assert functions > 2000
+    assert len(rows_of(text)) == 5
+    last = [line for line in text.splitlines() if line.startswith("... ")]
+    assert last and last[0].startswith(f"... {functions - 5:,} more functions not shown (")
+    assert last[0].endswith("): --limit 0 shows them all")
+    everything = ok(wide.path, "--limit", "0", "--pid", wide.pid)
+    assert len(rows_of(everything)) == functions
+    assert "more functions not shown" not in everything
+
+
+def test_bad_sort_and_limits_are_usage_errors(wide):
+    assert report(wide.path, "--sort", "name").returncode == 2
+    assert "--limit is for the profile and lines" in one_error_line(
+        report(wide.path, "-f", "folded", "--limit", "3"))
+    assert report(wide.path, "--limit", "-1").returncode == 2
+
+
+# ------------------------------------------------------- huge outputs: sympy's import
+
+SYMPY = """\
+import sympy
+x = sympy.Symbol("x")
+print(sympy.integrate(sympy.sin(x) ** 2 * sympy.exp(x), x))
+"""
+
+
+@pytest.fixture(scope="module")
+def sympy_trace(tmp_path_factory):
+    pytest.importorskip("sympy")
+    check = subprocess.run([PYTHON, "-c", "import sympy"], capture_output=True)
+    if check.returncode != 0:
+        pytest.skip("sympy is not installed for the interpreter under test (python3-sympy)")
+    return run_untouched(tmp_path_factory.mktemp("sympy"), SYMPY)
+
+
+@dataclass
+class Run:
+    path: Path
+    program: Path
+    pid: int
+
+
+def run_untouched(directory: Path, source: str) -> Run:
+    """`pyust run` on a program, without reading its (big) trace into Python: its pid is the
+    one whose profile is named by the program's file."""
+    program = directory / "prog.py"
+    program.write_text(source)
+    path = directory / "trace"
+    result = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", str(path), "--", str(program)],
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                            env=child_env(), cwd=directory)
+    assert result.returncode == 0, result.stderr
+    headers = [line for line in ok(path, "--limit", "1").splitlines()
+               if line.startswith("pid ") and f" {program}): " in line]
+    assert len(headers) == 1, headers
+    return Run(path, program, int(headers[0].split()[1]))
+
+
+def test_huge_profile_shows_the_top_rows_by_default(sympy_trace):
+    text = ok(sympy_trace.path, "--pid", sympy_trace.pid)
+    header = text.splitlines()[0]
+    functions = int(header.split(" functions in ")[0].split(" of ")[-1])
+    assert functions > 2000  # sympy's import: thousands of functions
+    assert len(rows_of(text)) == 40
+    assert f"... {functions - 40:,} more functions not shown (" in text
+    assert len(text.splitlines()) < 60
+
+
+def test_huge_tree_is_pruned_by_default_with_a_note(sympy_trace):
+    pruned = ok(sympy_trace.path, "-f", "tree", "--pid", sympy_trace.pid)
+    whole = ok(sympy_trace.path, "-f", "tree", "--min-share", "0", "--pid", sympy_trace.pid)
+    assert len(whole) > 2_000_000  # megabytes: not something to read
+    assert len(pruned) < len(whole) / 20
+    notes = [line for line in pruned.splitlines() if " call paths under " in line]
+    assert len(notes) == 1 and notes[0].endswith(
+        " call paths under 0.5% of their thread's time not shown, with what they call: "
+        "--min-share 0 shows them all")
+    assert "not shown" not in whole
+    # What is shown is the same call paths with the same times.
+    whole_lines = set(whole.splitlines())
+    assert all(line in whole_lines for line in pruned.splitlines() if line not in notes)
+
+
+# ---------------------------------------------------------------- several processes
+
+FORK = """\
+import json
+import os
+import re
+
+def in_child():
+    return sum(range(5000))
+
+def in_parent():
+    return sum(range(9000))
+
+def both():
+    return 1
+
+both()
+pid = os.fork()
+if pid == 0:
+    in_child()
+    both()
+    os._exit(0)
+in_parent()
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def forked(tmp_path_factory):
+    """A program that forks, traced by `pyust run`: (trace, parent pid, child pid)."""
+    directory = tmp_path_factory.mktemp("fork")
+    program = directory / "prog.py"
+    program.write_text(FORK)
+    path = directory / "trace"
+    result = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", str(path), "--", str(program)],
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                            env=child_env(), cwd=directory)
+    assert result.returncode == 0, result.stderr
+    trace = read_trace(path, owner=directory)
+    codes = trace.codes
+    pids = {}
+    for event in trace.events:
+        if event["name"] == "python:call":
+            qualname = codes.get(event["fields"]["id"], {}).get("qualname")
+            if qualname in ("in_child", "in_parent"):
+                pids[qualname] = event["vpid"]
+    assert len(pids) == 2 and pids["in_child"] != pids["in_parent"], pids
+    return path, program, pids["in_parent"], pids["in_child"], trace.events[0]["procname"]
+
+
+def tables_of(text: str) -> dict:
+    """A profile with a table per process -> {pid: {label: ncalls}}."""
+    tables = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("pid ") and " calls of " in line:
+            tables[int(line.split()[1])] = {row[4]: row[0]
+                                            for row in rows_of("\n".join(lines[i:]))}
+    return tables
+
+
+def test_each_process_has_its_profile_named_by_its_command(forked):
+    path, program, parent, child, procname = forked
+    text = ok(path, "--pid", parent) + ok(path, "--pid", child)
+    assert f"pid {parent} ({procname} {program}): " in text
+    # The child registered no __main__ code of its own: it is named by the code it ran.
+    assert f"pid {child} ({procname} {program}): " in text
+    text = ok(path, "--modules", "__main__", "--limit", "0")
+    tables = tables_of(text)
+    assert parent in tables and child in tables, text
+    assert tables[parent]["__main__:in_parent"] == 1 and "__main__:in_child" not in tables[parent]
+    assert tables[child]["__main__:in_child"] == 1 and "__main__:in_parent" not in tables[child]
+    assert tables[parent]["__main__:both"] == 1 and tables[child]["__main__:both"] == 1
+
+
+def test_merge_processes_gives_one_profile(forked):
+    path, program, parent, child, procname = forked
+    text = ok(path, "--modules", "__main__", "--limit", "0", "--merge-processes")
+    assert "processes merged: " in text.splitlines()[0]
+    assert f"pid {parent} ({procname} {program})" in text.splitlines()[0]
+    assert f"pid {child} ({procname} {program})" in text.splitlines()[0]
+    rows = {row[4]: row[0] for row in rows_of(text)}
+    assert rows["__main__:both"] == 2
+    assert rows["__main__:in_child"] == rows["__main__:in_parent"] == 1
+
+
+def test_every_format_names_the_processes(forked, tmp_path):
+    path, program, parent, child, procname = forked
+    title = {pid: f"pid {pid} ({procname} {program})" for pid in (parent, child)}
+    stacks = ok(path, "-f", "folded", "--modules", "__main__")
+    firsts = {line.split(";")[0] for line in stacks.splitlines()}
+    assert title[parent] in firsts and title[child] in firsts
+    assert any(line.startswith(f"{title[child]};") and ";__main__:in_child " in line
+               for line in stacks.splitlines()), stacks
+    assert any(line.startswith(f"{title[parent]};") and ";__main__:in_parent " in line
+               for line in stacks.splitlines()), stacks
+    merged = ok(path, "-f", "folded", "--modules", "__main__", "--merge-processes")
+    assert not any(line.startswith("pid ") for line in merged.splitlines())
+    tree = ok(path, "-f", "tree", "--pid", child)
+    assert tree.startswith(f"{title[child]} tid {child}")
+    data = json.loads(ok(path, "-f", "chrome"))
+    names = {e["pid"]: e["args"]["name"] for e in data["traceEvents"]
+             if e["name"] == "process_name"}
+    assert names[parent] == title[parent] and names[child] == title[child]
+    svg = ok(path, "-f", "svg")
+    assert f"{title[child]} tid {child}" in svg
+
+
+# ------------------------------------------------------------------ chrome's size cap
+
+def x_events(data: dict) -> list:
+    return [(e["name"], e["ts"], e["dur"], e["pid"], e["tid"]) for e in data["traceEvents"]
+            if e["ph"] == "X"]
+
+
+def test_chrome_size_cap_keeps_the_timeline_whole_up_to_the_cut(wide):
+    full = json.loads(ok(wide.path, "-f", "chrome", "--pid", wide.pid, "--max-size", "0"))
+    assert "cut" not in full["otherData"]
+    assert len(json.dumps(full)) > 200_000
+    result = report(wide.path, "-f", "chrome", "--pid", wide.pid, "--max-size", "0.1")
+    assert result.returncode == 0, result.stderr
+    capped = json.loads(result.stdout)
+    assert len(result.stdout) < 100_000 + 2_000  # the cap, and the frames open at the cut
+    note = capped["otherData"]["cut"]
+    assert re.fullmatch(r"[\d,]+ frames that started at or after \+[\d.]+ [mun]?s were left "
+                        r"out: the output reached 0\.1 MB with [\d,]+ frames \(.*\)", note), note
+    assert f"pyust: note: chrome: {note}" in result.stderr
+    kept = x_events(capped)
+    left_out = int(note.split()[0].replace(",", ""))
+    assert len(kept) + left_out == len(x_events(full))
+    # Every frame that started before the cut is there (the outermost one too), none after.
+    missing = set(x_events(full)) - set(kept)
+    assert len(missing) == left_out
+    assert max(e[1] for e in kept) <= min(e[1] for e in missing)
+    assert any(name == "__main__:<module>" for name, *_ in kept)
+
+
+def test_chrome_default_cap_is_20_mb(wide):
+    """A normal trace's chrome output is not cut; --show-command shows the cap given."""
+    result = report(wide.path, "-f", "chrome", "--pid", wide.pid, "--show-command")
+    assert result.returncode == 0
+    assert "-p max-size=20000000" in result.stderr
+    assert "cut" not in json.loads(result.stdout)["otherData"]
+
+
+# ----------------------------------------------------------- a real viewer: speedscope
+
+def speedscope_release() -> Path:
+    """speedscope's static web app (npm install -g speedscope), or a skip saying so."""
+    try:
+        root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True,
+                              timeout=60).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        root = ""
+    release = Path(root) / "speedscope" / "dist" / "release"
+    if not root or not (release / "index.html").is_file():
+        pytest.skip("speedscope is not installed: npm install -g speedscope")
+    return release
+
+
+def speedscope_title(directory: Path, name: str) -> str:
+    """Opens directory/name in speedscope in headless Chromium; the page's title, which
+    speedscope sets to "NAME - speedscope" once it has imported the profile."""
+    import http.server
+    import threading
+    from functools import partial
+
+    (directory / "app").symlink_to(speedscope_release())
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        dom = subprocess.run(
+            [shutil.which("chromium") or "chromium", "--headless", "--no-sandbox",
+             "--disable-gpu", "--no-first-run", "--virtual-time-budget=30000", "--dump-dom",
+             f"{base}/app/index.html#profileURL={base}/{name}"],
+            capture_output=True, text=True, timeout=280).stdout
+    finally:
+        server.shutdown()
+    match = re.search(r"<title>([^<]*)</title>", dom)
+    return match.group(1) if match else ""
+
+
+@pytest.mark.parametrize("format, name", [("folded", "prog.folded"), ("chrome", "prog.json")])
+def test_outputs_load_in_speedscope(wide, tmp_path, format, name):
+    ok(wide.path, "-f", format, "--pid", wide.pid, "-o", tmp_path / name)
+    assert speedscope_title(tmp_path, name) == f"{name} - speedscope"
+
+
+# ------------------------------------------------------------------ lines, by time
+
+LINES = """\
+def once():
+    sum(range(20000))
+def often():
+    pass
+for _ in range(50):
+    often()
+once()
+"""
+
+
+def line_rows(text: str) -> list:
+    """The lines report's rows as (hits, total_ms, place)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["hits"])
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip() or line.startswith("..."):
+            break
+        hits, total_ms, _mean, place = line.split()[:4]
+        rows.append((int(hits), float(total_ms), place))
+    return rows
+
+
+def test_lines_are_sorted_by_time_and_limited(tmp_path):
+    traced = trace_program(tmp_path, LINES, hook_flags=("--lines",))
+    text = ok(traced.path, "-f", "lines", "--pid", traced.pid, "--modules", "__main__")
+    assert text.startswith(f"pid {traced.pid} (")
+    rows = line_rows(text)
+    assert [row[1] for row in rows] == sorted((row[1] for row in rows), reverse=True)
+    assert {row[2].rsplit(":", 1)[1] for row in rows} == {"1", "2", "3", "4", "5", "6", "7"}
+    by_hits = line_rows(ok(traced.path, "-f", "lines", "--pid", traced.pid, "--modules",
+                           "__main__", "--sort", "calls"))
+    assert [row[0] for row in by_hits] == sorted((row[0] for row in by_hits), reverse=True)
+    limited = ok(traced.path, "-f", "lines", "--pid", traced.pid, "--modules", "__main__",
+                 "--limit", "2")
+    assert len(line_rows(limited)) == 2
+    assert f"... {len(rows) - 2} more lines not shown (" in limited
