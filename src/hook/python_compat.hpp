@@ -79,6 +79,22 @@ inline int set_trace(PyThreadState* tstate, Py_tracefunc fn) noexcept
 #define PYUST_HAS_PER_THREAD_SETTERS 0
 #endif
 
+// CPython 3.11 has a livelock that tracing turns on (Python/ceval.c, DO_TRACING):
+// with a profile or trace function set, a function's RESUME checks the eval
+// breaker before the instruction pointer moves past it, and the breaker stays
+// set while a signal is pending that only the main thread may handle. A traced
+// thread other than the main one then re-runs that RESUME at 100% CPU until
+// the main thread runs Python again; if the main thread is waiting for that
+// thread (join(), executor shutdown) in a wait the signal does not interrupt
+// (SA_RESTART: asyncio's add_signal_handler), neither ever moves. Untraced, the
+// same thread goes past RESUME and the program ends. Any GIL hand-over
+// recomputes the breaker for the thread that takes or drops the GIL (without
+// the main thread's signals), which ends the spin: the session watcher takes
+// the GIL now and then while the hooks are in (core.cpp). 3.10 checks the
+// breaker after its call event, 3.12 on uses sys.monitoring: neither spins.
+constexpr bool k_traced_threads_spin_on_signals =
+    PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000;
+
 inline bool is_finalizing() noexcept
 {
 #if PY_VERSION_HEX >= 0x030D0000
