@@ -95,15 +95,34 @@ def _in_subinterpreter() -> bool:
     return False
 
 
-def _thread_bootstrap(frame, event, arg):
-    """threading.setprofile() hook: moves each new thread onto the C hook."""
-    native = _hook
-    if native is not None:
-        try:
-            native.attach_current_thread(threading.current_thread().name)
-        except Exception:  # never let the tracer break the thread it traces
-            sys.setprofile(None)
-        _greenlet.enter_thread()
+_bootstrap_inner = None  # threading.Thread._bootstrap_inner before pyust wrapped it
+
+
+def _wrap_thread_bootstrap() -> None:
+    """Up to 3.11, each new threading.Thread moves itself onto the C hook, first
+    thing in Thread._bootstrap_inner (once per process; inert while pyust is
+    stopped). Not with threading.setprofile(): each new thread would call
+    sys.setprofile(), and CPython 3.11 guards setprofile with one process-wide
+    flag that a Python audit hook (regrtest has one) holds while it runs, GIL
+    released: a second thread starting then died of "RuntimeError: Cannot
+    install a profile function while another profile function is being
+    installed" before running its target."""
+    global _bootstrap_inner
+    if _bootstrap_inner is not None:
+        return
+    original = _bootstrap_inner = threading.Thread._bootstrap_inner
+
+    def _pyust_bootstrap_inner(self):
+        native = _hook
+        if native is not None and native.is_active():
+            try:
+                native.attach_current_thread(self.name)
+            except Exception:  # never let the tracer break the thread it traces
+                pass
+            _greenlet.enter_thread()
+        original(self)
+
+    threading.Thread._bootstrap_inner = _pyust_bootstrap_inner
 
 
 def _prefixes(value) -> list:
@@ -153,16 +172,10 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     names = [(t.native_id, t.name) for t in threading.enumerate() if t.native_id is not None]
     # Up to 3.11 each new thread moves itself onto the C hook; sys.monitoring
     # (3.12+) covers every thread by itself.
-    per_thread = native.backend() == "setprofile"
-    if per_thread:
-        threading.setprofile(_thread_bootstrap)
-    try:
-        native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
-                     include=include, exclude=excluded, dormant=dormant, fast=fast)
-    except BaseException:
-        if per_thread:
-            threading.setprofile(None)
-        raise
+    if native.backend() == "setprofile":
+        _wrap_thread_bootstrap()
+    native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
+                 include=include, exclude=excluded, dormant=dormant, fast=fast)
     for tid, name in names:
         native.name_thread(tid, name)
     _greenlet.install(native)
@@ -194,8 +207,6 @@ def stop() -> None:
         return
     _hook.stop()
     _greenlet.uninstall()
-    if _hook.backend() == "setprofile":
-        threading.setprofile(None)
 
 
 def is_active() -> bool:

@@ -164,9 +164,10 @@ int closing_callback(PyObject*, PyFrameObject* frame, int what, PyObject*) noexc
     PyFrameObject* open = open_part(frame, what == PyTrace_CALL);
     close_stack(open);
     Py_XDECREF(open);
-    PyEval_SetProfile(nullptr, nullptr);
-    if (is_ours(PyThreadState_Get()->c_tracefunc))
-        PyEval_SetTrace(nullptr, nullptr);
+    PyThreadState* self = PyThreadState_Get();
+    if (compat::set_profile(self, nullptr) < 0 ||
+        (is_ours(self->c_tracefunc) && compat::set_trace(self, nullptr) < 0))
+        PyErr_Clear();
     return 0;
 }
 
@@ -189,9 +190,10 @@ Py_tracefunc trace_for(bool is_first) noexcept
 void install_on_current(bool is_first) noexcept
 {
     s_is_installing = true;
-    PyEval_SetProfile(profile_for(is_first), nullptr);
-    if (g.options.lines)
-        PyEval_SetTrace(trace_for(is_first), nullptr);
+    PyThreadState* self = PyThreadState_Get();
+    if (compat::set_profile(self, profile_for(is_first)) < 0 ||
+        (g.options.lines && compat::set_trace(self, trace_for(is_first)) < 0))
+        PyErr_Clear();
     s_is_installing = false;
 }
 
@@ -287,10 +289,9 @@ void uninstall(bool close_stacks) noexcept
 {
     s_is_installing = true;
     PyThreadState* self = PyThreadState_Get();
-    if (is_ours(self->c_profilefunc))
-        PyEval_SetProfile(nullptr, nullptr);
-    if (is_ours(self->c_tracefunc))
-        PyEval_SetTrace(nullptr, nullptr);
+    if ((is_ours(self->c_profilefunc) && compat::set_profile(self, nullptr) < 0) ||
+        (is_ours(self->c_tracefunc) && compat::set_trace(self, nullptr) < 0))
+        PyErr_Clear();
     for_each_other_thread([close_stacks](PyThreadState* t) {
         // The closing callback takes the profile slot, unless another tool
         // holds it: that thread's frames then stay open in the trace.

@@ -121,6 +121,12 @@ void release(std::vector<PyFrameObject*>& frames) noexcept
 // k_flush_period_ms, with the GIL, followed by a python:horizon: a thread
 // blocked outside Python still gets its records into the trace, and a reader
 // knows how long to wait for them.
+//
+// On CPython 3.11 it also takes the GIL every k_watch_period_ms while the hooks
+// are in, and does nothing with it: the hand-over ends the spin of a traced
+// thread stuck at a RESUME by a signal only the main thread may handle (see
+// compat::k_traced_threads_spin_on_signals), which would otherwise hang the
+// program. The watcher then runs whatever the options (dormancy off too).
 
 constexpr long k_watch_period_ms = 50;
 constexpr long k_flush_period_ms = 20;
@@ -198,7 +204,8 @@ void* watch(void*) noexcept
         const bool is_hooked = w.is_hooked.load();
         const bool is_toggling = w.is_dormant_allowed.load() && is_recording != is_hooked;
         const bool is_flushing = is_batched && is_recording && is_hooked;
-        if (!is_toggling && !is_flushing)
+        const bool is_unsticking = compat::k_traced_threads_spin_on_signals && is_hooked;
+        if (!is_toggling && !is_flushing && !is_unsticking)
             continue;
         pthread_mutex_unlock(&w.mutex);
         if (compat::is_finalizing()) {
@@ -215,12 +222,19 @@ void* watch(void*) noexcept
         }
         if (g.is_active && is_flushing && g.is_hooked)
             g.emitter->flush_all(false);
+        // Unsticking needs nothing more: taking the GIL was the work.
         PyGILState_Release(gil);
         pthread_mutex_lock(&w.mutex);
     }
     w.is_running = false;
     pthread_mutex_unlock(&w.mutex);
     return nullptr;
+}
+
+// Whether tracing with these options needs the watcher even while the hooks are in.
+bool needs_watcher(const Options& options) noexcept
+{
+    return options.is_dormant_allowed || options.fast || compat::k_traced_threads_spin_on_signals;
 }
 
 // Starts the watcher unless it runs. false when no thread could be made.
@@ -516,7 +530,7 @@ void start(const Options& options)
             throw;
         }
         set_hooked(true);
-        if (options.is_dormant_allowed || options.fast)
+        if (needs_watcher(options))
             start_watcher();
     }
     g.is_active = true;
@@ -626,7 +640,7 @@ void after_fork_child() noexcept
     // The child's thread continues the parent's stack: announce it, so the
     // child's own stream is balanced.
     open_stack(PyEval_GetFrame());
-    if (g.options.is_dormant_allowed || g.options.fast)
+    if (needs_watcher(g.options))
         start_watcher();
 }
 

@@ -65,8 +65,49 @@ inline PyObject* frame_globals(PyFrameObject* frame) noexcept
 // Installs a profile or trace function on another thread's state. Before 3.12
 // CPython exports the per-thread setters; from 3.12 on the hook uses
 // sys.monitoring instead and only the all-threads setters remain public.
+//
+// On 3.11 pyust sets its own C functions by writing the thread state's fields,
+// as _PyEval_SetProfile does, without its two side effects: the sys.setprofile
+// audit event, whose Python hooks (regrtest has one) run in the middle of
+// pyust's install and may release the GIL, and 3.11's process-wide re-entrancy
+// flag, held meanwhile, which makes any other thread's setprofile fail with
+// "Cannot install a profile function while another profile function is being
+// installed" (and sets that error on the target thread, not the caller). Never
+// fails on 3.11.
 #if PY_VERSION_HEX < 0x030C0000
 #define PYUST_HAS_PER_THREAD_SETTERS 1
+#if PY_VERSION_HEX >= 0x030B0000
+// _PyThreadState_UpdateTracingState (internal to 3.11): no tracing while a
+// callback runs (the interpreter sets it back after).
+inline void update_tracing_state(PyThreadState* tstate) noexcept
+{
+    const bool is_tracing = tstate->tracing == 0 &&
+                            (tstate->c_tracefunc != nullptr || tstate->c_profilefunc != nullptr);
+    tstate->cframe->use_tracing = is_tracing ? 255 : 0;
+}
+inline int set_profile(PyThreadState* tstate, Py_tracefunc fn) noexcept
+{
+    PyObject* previous = tstate->c_profileobj;
+    tstate->c_profilefunc = nullptr;
+    tstate->c_profileobj = nullptr;
+    update_tracing_state(tstate);
+    Py_XDECREF(previous); // may run code: the fields are consistent meanwhile
+    tstate->c_profilefunc = fn;
+    update_tracing_state(tstate);
+    return 0;
+}
+inline int set_trace(PyThreadState* tstate, Py_tracefunc fn) noexcept
+{
+    PyObject* previous = tstate->c_traceobj;
+    tstate->c_tracefunc = nullptr;
+    tstate->c_traceobj = nullptr;
+    update_tracing_state(tstate);
+    Py_XDECREF(previous);
+    tstate->c_tracefunc = fn;
+    update_tracing_state(tstate);
+    return 0;
+}
+#else
 inline int set_profile(PyThreadState* tstate, Py_tracefunc fn) noexcept
 {
     return _PyEval_SetProfile(tstate, fn, nullptr);
@@ -75,9 +116,26 @@ inline int set_trace(PyThreadState* tstate, Py_tracefunc fn) noexcept
 {
     return _PyEval_SetTrace(tstate, fn, nullptr);
 }
+#endif
 #else
 #define PYUST_HAS_PER_THREAD_SETTERS 0
 #endif
+
+// CPython 3.11 has a livelock that tracing turns on (Python/ceval.c, DO_TRACING):
+// with a profile or trace function set, a function's RESUME checks the eval
+// breaker before the instruction pointer moves past it, and the breaker stays
+// set while a signal is pending that only the main thread may handle. A traced
+// thread other than the main one then re-runs that RESUME at 100% CPU until
+// the main thread runs Python again; if the main thread is waiting for that
+// thread (join(), executor shutdown) in a wait the signal does not interrupt
+// (SA_RESTART: asyncio's add_signal_handler), neither ever moves. Untraced, the
+// same thread goes past RESUME and the program ends. Any GIL hand-over
+// recomputes the breaker for the thread that takes or drops the GIL (without
+// the main thread's signals), which ends the spin: the session watcher takes
+// the GIL now and then while the hooks are in (core.cpp). 3.10 checks the
+// breaker after its call event, 3.12 on uses sys.monitoring: neither spins.
+constexpr bool k_traced_threads_spin_on_signals =
+    PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000;
 
 inline bool is_finalizing() noexcept
 {
