@@ -51,9 +51,12 @@ def session(variant, *sink_params):
     return result.stdout
 
 
+# With two processes in the trace, each stack starts with its process's title.
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_folded(variant):
-    assert session(variant, "format=folded").splitlines() == sorted(OURS + OTHER)
+    titled = ["pid %d (python3 app.py);%s" % (PID, line) for line in OURS]
+    titled += ["pid 77 (logger);%s" % line for line in OTHER]
+    assert session(variant, "format=folded").splitlines() == sorted(titled)
 
 
 # LTTng records the switch back to a thread in the context of the task it replaces (here
@@ -70,8 +73,8 @@ def test_folded_selected(variant, selection):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_a_switching_task_is_no_thread(variant):
     tree = session(variant, "format=tree")
-    assert "pid %d tid %d: 9 events" % (PID, TID) in tree
-    assert "pid 77 tid 77: 2 events" in tree
+    assert "pid %d (python3 app.py) tid %d: 9 events" % (PID, TID) in tree
+    assert "pid 77 (logger) tid 77: 2 events" in tree
     assert "pid 0 " not in tree
 
 

@@ -64,7 +64,7 @@ def profile(traced) -> dict:
     """The profile of the traced program's process: {(label, location): calls}, summed over
     rows of the same label and location (code objects of one source compiled again)."""
     rows = {}
-    for line in ok(traced.path, "--pid", traced.pid).splitlines():
+    for line in ok(traced.path, "--pid", traced.pid, "--limit", "0").splitlines():
         match = ROW.match(line)
         if match:
             key = tuple(match.group(2).rsplit("  ", 1))
