@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,3 +289,29 @@ def user_site_env(tmp_path: Path, **extra) -> tuple:
     env = child_env(PYTHONUSERBASE=str(base), **extra)
     env.pop("PYTHONPATH")
     return env, site
+
+
+def lttng_held_at_setup(tmp_path: Path, seconds: int) -> dict:
+    """A child environment whose `lttng` holds pyust run's session set-up for
+    `seconds`: `run -o DIR` sets its session up with one `lttng load` (held once
+    it is done), the other runs with create, enable-channel (held before), ...
+    The file tmp_path/held appears when the hold starts; wait_held() waits for it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,
+                          text=True).stdout.strip()
+    wrapper = bin_dir / "lttng"
+    wrapper.write_text(f"#!/bin/sh\n"
+                       f"if [ \"$1\" = load ]; then {real} \"$@\"; rc=$?\n"
+                       f"  touch {tmp_path}/held; sleep {seconds}; exit $rc; fi\n"
+                       f"[ \"$1\" = enable-channel ] && {{ touch {tmp_path}/held; sleep {seconds}; }}\n"
+                       f"exec {real} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return child_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def wait_held(tmp_path: Path, timeout: float = 30.0) -> None:
+    """Waits until lttng_held_at_setup's hold has started (or `timeout` passed)."""
+    deadline = time.monotonic() + timeout
+    while not (tmp_path / "held").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)

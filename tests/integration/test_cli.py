@@ -8,13 +8,13 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from lttng_harness import (PYTHON, PYUST_PATH, child_env, default_sigint, lttng, read_trace,
-                           run_plain, run_pyust, session_names, unique_name)
+from lttng_harness import (PYTHON, PYUST_PATH, child_env, default_sigint, lttng,
+                           lttng_held_at_setup, read_trace, run_plain, run_pyust, session_names,
+                           unique_name, wait_held)
 
 SIMPLE = "def f():\n    return 1\nfor _ in range(10):\n    f()\nprint('done')\n"
 
@@ -269,26 +269,10 @@ def test_ctrl_c_between_create_and_start_leaves_no_session(make_program, tmp_pat
     """Ctrl-C while `pyust run` sets its session up: one line, status 130,
     and the half-made session is destroyed. A wrapper in front of the real
     lttng holds `load` (or `enable-channel`) long enough to interrupt it there."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,
-                          text=True).stdout.strip()
-    wrapper = bin_dir / "lttng"
-    # `run -o DIR` sets its session up with one `lttng load` (held once done),
-    # the other runs with create, enable-channel (held before), ...
-    wrapper.write_text(f"#!/bin/sh\n"
-                       f"if [ \"$1\" = load ]; then {real} \"$@\"; rc=$?\n"
-                       f"  touch {tmp_path}/held; sleep 60; exit $rc; fi\n"
-                       f"[ \"$1\" = enable-channel ] && {{ touch {tmp_path}/held; sleep 60; }}\n"
-                       f"exec {real} \"$@\"\n")
-    wrapper.chmod(0o755)
     name = unique_name("cc")
-    env = child_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    env = lttng_held_at_setup(tmp_path, 60)
     with run_as_from_a_terminal(name, tmp_path / "t", make_program(SIMPLE), env) as child:
-        for _ in range(600):
-            if (tmp_path / "held").exists():
-                break
-            time.sleep(0.05)
+        wait_held(tmp_path)
         assert name in session_names()  # created, the program not started
         os.killpg(child.pid, signal.SIGINT)
         child.wait(timeout=60)

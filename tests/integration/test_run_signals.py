@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from lttng_harness import PYTHON, child_env, lttng, read_trace, session_names, unique_name
+from lttng_harness import (PYTHON, child_env, lttng, lttng_held_at_setup, read_trace,
+                           session_names, unique_name, wait_held)
 
 # Prints its pid once its function runs, then waits in that function.
 WAITER = """\
@@ -210,25 +211,9 @@ def test_signal_before_the_program_starts_leaves_no_session(tmp_path):
     """SIGHUP while pyust run sets its session up: the session is destroyed
     and pyust run dies of SIGHUP; the program never starts. A wrapper in
     front of the real lttng holds `enable-channel` long enough."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,
-                          text=True).stdout.strip()
-    wrapper = bin_dir / "lttng"
-    # `run -o DIR` sets its session up with one `lttng load` (held once done),
-    # the other runs with create, enable-channel (held before), ...
-    wrapper.write_text(f"#!/bin/sh\n"
-                       f"if [ \"$1\" = load ]; then {real} \"$@\"; rc=$?\n"
-                       f"  touch {tmp_path}/held; sleep 5; exit $rc; fi\n"
-                       f"[ \"$1\" = enable-channel ] && {{ touch {tmp_path}/held; sleep 5; }}\n"
-                       f"exec {real} \"$@\"\n")
-    wrapper.chmod(0o755)
-    env = child_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    env = lttng_held_at_setup(tmp_path, 5)
     with pyust_run(tmp_path, WAITER, env=env) as (child, out, name, program, _):
-        for _ in range(600):
-            if (tmp_path / "held").exists():
-                break
-            time.sleep(0.05)
+        wait_held(tmp_path)
         assert name in session_names()  # created, the program not started
         child.send_signal(signal.SIGHUP)
         _finish(child)
