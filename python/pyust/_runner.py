@@ -100,8 +100,26 @@ def main(argv: list) -> int:
     return run_hook(*parsed)
 
 
+def _forget_own_modules() -> None:
+    """Modules that only pyust run's way of starting the program imported go, so that
+    the program starts with the modules `python PROGRAM` has:
+    - from 3.13 on, `python -c CODE` imports linecache to keep CODE's source for
+      tracebacks; pyust run starts its child that way (cli.child_command), but the
+      command is pyust's: linecache goes when it holds nothing else;
+    - the sitecustomize that traces the program's children (children.py) stays in
+      sys.modules when the interpreter has none of its own: it goes here. (In the
+      children themselves, no code of pyust's runs after site to drop it.)"""
+    linecache = sys.modules.get("linecache")
+    if linecache is not None and all(getattr(key, "co_filename", key) == "<string>"
+                                     for key in getattr(linecache, "cache", {"": None})):
+        del sys.modules["linecache"]
+    if getattr(sys.modules.get("sitecustomize"), "pyust_placeholder", False):
+        del sys.modules["sitecustomize"]
+
+
 def run_hook(options: dict, target_argv: list) -> int:
     """Run the target under the hook with options (parse_hook_options')."""
+    _forget_own_modules()
     import pyust
 
     try:

@@ -51,6 +51,7 @@ def _pyust_run_child(module):
         import sitecustomize  # the interpreter's own, if any
     except ImportError as error:
         sys.modules["sitecustomize"] = module  # the import system takes it back from there
+        module.pyust_placeholder = True  # none of the interpreter's: pyust._runner drops it
         if getattr(error, "name", None) != "sitecustomize":
             raise
     finally:
