@@ -180,9 +180,9 @@ class Run:
     pid: int
 
 
-def run_untouched(directory: Path, source: str) -> Run:
-    """`pyust run` on a program, without reading its (big) trace into Python: its pid is the
-    one whose profile is named by the program's file."""
+def record(directory: Path, source: str) -> tuple:
+    """`pyust run` on `source` written as directory/prog.py, tracing into directory/trace;
+    (program, trace path). The run must succeed."""
     program = directory / "prog.py"
     program.write_text(source)
     path = directory / "trace"
@@ -190,6 +190,13 @@ def run_untouched(directory: Path, source: str) -> Run:
                             capture_output=True, text=True, timeout=RUN_TIMEOUT,
                             env=child_env(), cwd=directory)
     assert result.returncode == 0, result.stderr
+    return program, path
+
+
+def run_untouched(directory: Path, source: str) -> Run:
+    """`pyust run` on a program, without reading its (big) trace into Python: its pid is the
+    one whose profile is named by the program's file."""
+    program, path = record(directory, source)
     headers = [line for line in ok(path, "--limit", "1").splitlines()
                if line.startswith("pid ") and f" {program}): " in line]
     assert len(headers) == 1, headers
@@ -252,13 +259,7 @@ os.waitpid(pid, 0)
 def forked(tmp_path_factory):
     """A program that forks, traced by `pyust run`: (trace, parent pid, child pid)."""
     directory = tmp_path_factory.mktemp("fork")
-    program = directory / "prog.py"
-    program.write_text(FORK)
-    path = directory / "trace"
-    result = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", str(path), "--", str(program)],
-                            capture_output=True, text=True, timeout=RUN_TIMEOUT,
-                            env=child_env(), cwd=directory)
-    assert result.returncode == 0, result.stderr
+    program, path = record(directory, FORK)
     trace = read_trace(path, owner=directory)
     codes = trace.codes
     pids = {}
