@@ -269,6 +269,32 @@ def run_plain(program_argv: list, *, env=None, python=None, **kwargs):
                           timeout=RUN_TIMEOUT, env=env or child_env(), **kwargs)
 
 
+_SETPROFILE_REFERENCE = """\
+import json, runpy, sys
+program = sys.argv[1]
+seen = []
+def profile(frame, event, arg):
+    if event in ("call", "return") and frame.f_code.co_filename == program:
+        seen.append((event, frame.f_code.co_name))
+sys.setprofile(profile)
+try:
+    runpy.run_path(program, run_name="__main__")
+finally:
+    sys.setprofile(None)
+    print(json.dumps(seen))
+"""
+
+
+def setprofile_flow(program: str, *, python=None) -> list:
+    """The ('call' or 'return', co_name) events sys.setprofile sees in one untraced
+    run of program on the interpreter under test (its module body shows as
+    '<module>'): what that interpreter does where versions differ (a generator
+    resumed or not on close(), ...), asked of it instead of read from its version."""
+    result = run_plain(["-c", _SETPROFILE_REFERENCE, program], python=python)
+    assert result.returncode == 0, result.stderr
+    return [tuple(event) for event in json.loads(result.stdout.splitlines()[-1])]
+
+
 def run_pyust(args: list, *, env=None, **kwargs):
     """`python -m pyust ARGS` (any command; `run` gets --fast in the fast mode)."""
     if FAST and args[:1] == ["run"]:
