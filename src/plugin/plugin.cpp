@@ -3,6 +3,7 @@
 #include <babeltrace2/babeltrace.h>
 
 #include "expand.hpp"
+#include "mip.hpp"
 #include "report.hpp"
 #include "stacks.hpp"
 
@@ -26,6 +27,10 @@ BT_PLUGIN_FILTER_COMPONENT_CLASS_DESCRIPTION(
     stacks, "Forward every message; follow each python:* event with a pyust:stack event "
             "carrying its thread's depth and frames");
 BT_PLUGIN_FILTER_COMPONENT_CLASS_INITIALIZE_METHOD(stacks, pyust::plugin::stacks::initialize);
+#if PYUST_BT_HAS_MIP1
+BT_PLUGIN_FILTER_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(
+    stacks, pyust::plugin::supported_mip_versions<bt_self_component_class_filter>);
+#endif
 BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD(
     stacks, pyust::plugin::stacks::iterator_initialize);
 BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_FINALIZE_METHOD(
@@ -41,6 +46,10 @@ BT_PLUGIN_FILTER_COMPONENT_CLASS_HELP(
             "report-discarded=yes|no (default yes): missing records as discarded-events "
             "messages, or on standard error only (for sink.ctf.fs)");
 BT_PLUGIN_FILTER_COMPONENT_CLASS_INITIALIZE_METHOD(expand, pyust::plugin::expand::initialize);
+#if PYUST_BT_HAS_MIP1
+BT_PLUGIN_FILTER_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(
+    expand, pyust::plugin::supported_mip_versions<bt_self_component_class_filter>);
+#endif
 BT_PLUGIN_FILTER_COMPONENT_CLASS_FINALIZE_METHOD(expand, pyust::plugin::expand::finalize);
 BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD(
     expand, pyust::plugin::expand::iterator_initialize);
@@ -58,6 +67,10 @@ BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
             "limit=N (profile, lines rows; default 0: all), min-share=\"PERCENT\" (tree), "
             "max-size=BYTES (chrome), merge-processes=yes|no (profile, folded)");
 BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, pyust::plugin::report::initialize);
+#if PYUST_BT_HAS_MIP1
+BT_PLUGIN_SINK_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(
+    report, pyust::plugin::supported_mip_versions<bt_self_component_class_sink>);
+#endif
 BT_PLUGIN_SINK_COMPONENT_CLASS_GRAPH_IS_CONFIGURED_METHOD(
     report, pyust::plugin::report::graph_is_configured);
 BT_PLUGIN_SINK_COMPONENT_CLASS_FINALIZE_METHOD(report, pyust::plugin::report::finalize);

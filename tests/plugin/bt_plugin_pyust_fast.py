@@ -149,7 +149,13 @@ def build_trace_class(source, with_call=True):
 
     string = tc.create_string_field_class
     byte_length = u(32)
-    records = tc.create_dynamic_array_field_class(u(8, True), length_fc=byte_length)
+    # The records' length is the payload's _records_length member, as LTTng's metadata says:
+    # a length field class under MIP 0, a field location under MIP 1.
+    if getattr(tc, "graph_mip_version", 0) >= 1:
+        where = tc.create_field_location(bt2.FieldLocationScope.EVENT_PAYLOAD, ["_records_length"])
+        records = tc.create_dynamic_array_field_class(u(8, True), length_field_location=where)
+    else:
+        records = tc.create_dynamic_array_field_class(u(8, True), length_fc=byte_length)
     layouts = {
         "code": [("id", u(64, True)), ("module", string()), ("qualname", string()),
                  ("file", string()), ("first_line", u(32))],
@@ -276,6 +282,13 @@ class CaseIterator(bt2._UserMessageIterator):
 @bt2.plugin_component_class
 class CasesSource(bt2._UserSourceComponent, name="cases", message_iterator_class=CaseIterator):
     """The history of CASES[case] recorded in standard or fast mode (parameter mode)."""
+
+    @classmethod
+    def _user_get_supported_mip_versions(cls, params, obj, log_level):
+        # Where babeltrace2 speaks MIP 1 (2.1), the cases meet its components that speak only
+        # MIP 1, such as sink.ctf.fs writing CTF 2; the trace class made here is the same under
+        # both (no clock UUID).
+        return list(range(bt2.get_maximal_mip_version() + 1))
 
     def __init__(self, config, params, obj):
         case = str(params["case"]) if "case" in params else ""

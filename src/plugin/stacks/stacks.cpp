@@ -20,7 +20,9 @@ using analysis::FrameId;
 using analysis::FrameIdHash;
 
 // Makes a clock class of ours that means the same as an upstream one, so that the companion
-// events' raw clock values are the upstream ones and correlate exactly with them.
+// events' raw clock values are the upstream ones and correlate exactly with them: the same
+// frequency, offset, origin and identity. How a clock class says its identity and its optional
+// properties depends on the graph's MIP version (common/mip.hpp).
 ClockClassRef copy_clock_class(bt_self_component* self, const bt_clock_class* upstream)
 {
     ClockClassRef clock(check_new(bt_clock_class_create(self), "Cannot create a clock class"));
@@ -29,14 +31,43 @@ ClockClassRef copy_clock_class(bt_self_component* self, const bt_clock_class* up
     std::uint64_t cycles = 0;
     bt_clock_class_get_offset(upstream, &seconds, &cycles);
     bt_clock_class_set_offset(clock.get(), seconds, cycles);
-    bt_clock_class_set_precision(clock.get(), bt_clock_class_get_precision(upstream));
-    bt_clock_class_set_origin_is_unix_epoch(clock.get(),
-                                            bt_clock_class_origin_is_unix_epoch(upstream));
     if (const char* name = bt_clock_class_get_name(upstream))
         check(bt_clock_class_set_name(clock.get(), name), "Cannot name a clock class");
     if (const char* description = bt_clock_class_get_description(upstream))
         check(bt_clock_class_set_description(clock.get(), description),
               "Cannot describe a clock class");
+#if PYUST_BT_HAS_MIP1
+    if (bt_self_component_get_graph_mip_version(self) >= 1) {
+        // MIP 1: precision and accuracy may be unknown; identity is namespace, name and UID;
+        // the origin is unknown, the Unix epoch, or a custom one with an identity of its own.
+        std::uint64_t value = 0;
+        if (bt_clock_class_get_opt_precision(upstream, &value) ==
+            BT_PROPERTY_AVAILABILITY_AVAILABLE)
+            bt_clock_class_set_precision(clock.get(), value);
+        if (bt_clock_class_get_accuracy(upstream, &value) == BT_PROPERTY_AVAILABILITY_AVAILABLE)
+            bt_clock_class_set_accuracy(clock.get(), value);
+        if (bt_clock_class_origin_is_unix_epoch(upstream))
+            bt_clock_class_set_origin_unix_epoch(clock.get());
+        else if (!bt_clock_class_origin_is_known(upstream))
+            bt_clock_class_set_origin_unknown(clock.get());
+        else
+            check(bt_clock_class_set_origin(clock.get(),
+                                            bt_clock_class_get_origin_namespace(upstream),
+                                            bt_clock_class_get_origin_name(upstream),
+                                            bt_clock_class_get_origin_uid(upstream)),
+                  "Cannot set a clock class's origin");
+        if (const char* ns = bt_clock_class_get_namespace(upstream))
+            check(bt_clock_class_set_namespace(clock.get(), ns),
+                  "Cannot set a clock class's namespace");
+        if (const char* uid = bt_clock_class_get_uid(upstream))
+            check(bt_clock_class_set_uid(clock.get(), uid), "Cannot set a clock class's UID");
+        return clock;
+    }
+#endif
+    // MIP 0: a precision always, the Unix epoch or an unknown origin, a UUID as identity.
+    bt_clock_class_set_precision(clock.get(), bt_clock_class_get_precision(upstream));
+    bt_clock_class_set_origin_is_unix_epoch(clock.get(),
+                                            bt_clock_class_origin_is_unix_epoch(upstream));
     if (bt_uuid uuid = bt_clock_class_get_uuid(upstream))
         bt_clock_class_set_uuid(clock.get(), uuid);
     return clock;
