@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from . import lttng
+from . import ctf, lttng
 
 KERNEL_CHANNEL = "pyust-kernel"
 PERF_DIR = "kernel-perf"
@@ -367,40 +367,22 @@ def _spawn_gated(command: list, env: dict, attach) -> subprocess.Popen:
 _CLOCK_BLOCK = re.compile(rb"clock\s*\{[^}]*\}", re.S)
 
 
-def _metadata_text(path: str) -> bytes:
-    from .report import _METADATA_MAGIC, _packet_contents
-    import struct
-
-    with open(path, "rb") as file:
-        data = file.read()
-    for order in "<>":
-        if data[:4] == struct.pack(order + "I", _METADATA_MAGIC):
-            return _packet_contents(path, data, order)
-    return data
-
-
 def lttng_clock_offset(trace: str) -> tuple:
     """(offset, source): the offset in ns from the Unix epoch that LTTng gave
-    its monotonic clock in the user-space metadata of trace, or, without such
-    a trace, CLOCK_REALTIME - CLOCK_MONOTONIC measured now."""
+    its monotonic clock in the user-space metadata of trace (CTF 1.8 or 2), or,
+    without such a trace, CLOCK_REALTIME - CLOCK_MONOTONIC measured now."""
     for directory, subdirs, files in os.walk(trace):
         subdirs.sort()
         if "metadata" not in files or os.path.basename(directory) in (PERF_DIR, PERF_SCHED_DIR):
             continue
         try:
-            text = _metadata_text(os.path.join(directory, "metadata"))
-        except (OSError, Exception):  # a damaged metadata file: try the next one
+            clocks = ctf.read_metadata(os.path.join(directory, "metadata")).clocks()
+        except (ctf.CtfError, ValueError):  # unreadable, or damaged JSON: try the next one
             continue
-        block = _CLOCK_BLOCK.search(text)
-        if not block or b"monotonic" not in block.group(0):
+        monotonic = next((clock for clock in clocks if clock.name == "monotonic"), None)
+        if monotonic is None:
             continue
-        seconds = re.search(rb"\boffset_s\s*=\s*(-?\d+)", block.group(0))
-        cycles = re.search(rb"\boffset\s*=\s*(-?\d+)", block.group(0))
-        freq = re.search(rb"\bfreq\s*=\s*(\d+)", block.group(0))
-        hz = int(freq.group(1)) if freq else 10**9
-        offset = (int(seconds.group(1)) * 10**9 if seconds else 0) + \
-            (int(cycles.group(1)) * 10**9 // hz if cycles else 0)
-        return offset, f"LTTng's ({os.path.relpath(directory, trace)})"
+        return monotonic.offset_ns(), f"LTTng's ({os.path.relpath(directory, trace)})"
     best = None
     for _ in range(5):  # the pair read closest together
         before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)

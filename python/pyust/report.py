@@ -32,7 +32,6 @@ import re
 import shlex
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ import textwrap
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from . import salvage
+from . import ctf, salvage
 from .cli import UsageError, _Parser
 
 FORMATS = ("profile", "tree", "lines", "folded", "chrome", "svg")
@@ -297,133 +296,22 @@ def _parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------------- traces
 
-_METADATA_MAGIC = 0x75D11D57
-# uint32 magic, uint8 uuid[16], uint32 checksum, content_size, packet_size (bits), then
-# uint8 compression, encryption and checksum schemes, major, minor (CTF 1.8, section 7.1).
-_PACKET_HEADER = "I16sIII5B"
-_PACKET_HEADER_SIZE = struct.calcsize("<" + _PACKET_HEADER)
-_TEXT_START = b"/* CTF 1.8"
-# A TSDL token that matters for balance: a comment, a string or character literal, an
-# unclosed one of those, or a brace.
-_TSDL_TOKEN = re.compile(
-    rb"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|(/\*|\"|')|([{}])", re.S)
-
-
 def find_metadata(trace: str) -> list:
     """The CTF metadata files in and below a trace directory (sorted). Raises
     ReportError when trace is not a directory holding at least one."""
-    if not os.path.exists(trace):
-        raise ReportError(f"no such trace directory: {trace}")
-    if not os.path.isdir(trace):
-        raise ReportError(f"{trace} is not a directory: give a trace directory (the -o of "
-                          "`pyust run`, or an LTTng session's output)")
-    found = []
-    is_empty = True
-    for directory, subdirs, files in os.walk(trace, onerror=_raise_walk_error):
-        subdirs.sort()
-        is_empty = is_empty and not files and not subdirs
-        if "metadata" in files:
-            found.append(os.path.join(directory, "metadata"))
-    if is_empty:
-        raise ReportError(f"{trace} is empty: not a trace")
-    if not found:
-        raise ReportError(f"{trace} is not a CTF trace: no metadata file in it or below")
-    return found
-
-
-def _raise_walk_error(error: OSError) -> None:
-    raise ReportError(f"cannot read {error.filename}: {error.strerror}")
+    try:
+        return ctf.find_metadata(trace)
+    except ctf.CtfError as error:
+        raise ReportError(str(error)) from None
 
 
 def check_metadata(path: str) -> bytes:
-    """Raises ReportError, naming what is wrong, unless path is a complete CTF 1.8
-    metadata file: packetized (every packet's header and content inside the file,
-    no compression, encryption or checksum) or plain text, whose declarations are
-    complete (braces, comments and strings closed). Returns its TSDL text."""
+    """Raises ReportError, naming what is wrong, unless path is a complete CTF 1.8 or
+    CTF 2 metadata file (ctf.check_metadata). Returns its text (TSDL or JSON)."""
     try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except OSError as error:
-        raise ReportError(f"cannot read the metadata file {path}: {error.strerror}") from None
-    if not data:
-        raise ReportError(f"damaged trace: the metadata file {path} is empty")
-    order = next((o for o in "<>" if data[:4] == struct.pack(o + "I", _METADATA_MAGIC)), None)
-    if order:
-        text = _packet_contents(path, data, order)
-    else:
-        if not data.startswith(_TEXT_START):
-            raise ReportError(f"not a CTF trace: {path} is neither packetized metadata "
-                              f"(magic 0x{_METADATA_MAGIC:08x}) nor text starting with "
-                              f"'{_TEXT_START.decode()}'")
-        text = data
-    _check_tsdl(path, text)
-    return text
-
-
-def _packet_contents(path: str, data: bytes, order: str) -> bytes:
-    header = struct.Struct(order + _PACKET_HEADER)
-    contents = []
-    offset = 0
-    while offset < len(data):
-        where = f"the metadata file {path}, packet at byte {offset}"
-        if len(data) - offset < header.size:
-            raise ReportError(f"damaged trace (truncated?): {where}: its header is cut off "
-                              f"at byte {len(data)}")
-        magic, _uuid, _checksum, content_bits, packet_bits, compression, encryption, \
-            checksum_scheme, major, minor = header.unpack_from(data, offset)
-        if magic != _METADATA_MAGIC:
-            raise ReportError(f"damaged trace: {where}: bad magic 0x{magic:08x} "
-                              f"(expected 0x{_METADATA_MAGIC:08x})")
-        if (major, minor) != (1, 8):
-            raise ReportError(f"unsupported trace: {where}: CTF {major}.{minor} (expected 1.8)")
-        if compression or encryption or checksum_scheme:
-            raise ReportError(f"unsupported trace: {where}: compressed, encrypted or "
-                              "checksummed metadata")
-        if packet_bits % 8 or content_bits % 8 or not \
-                header.size * 8 <= content_bits <= packet_bits:
-            raise ReportError(f"damaged trace: {where}: impossible sizes (content "
-                              f"{content_bits} bits, packet {packet_bits} bits)")
-        content_end = offset + content_bits // 8
-        if content_end > len(data):
-            raise ReportError(f"damaged trace (truncated?): {where}: {content_bits // 8} bytes "
-                              f"of content, but the file ends at byte {len(data)}")
-        contents.append(data[offset + header.size:content_end])
-        offset += packet_bits // 8  # the last packet's padding may be cut off
-    return b"".join(contents)
-
-
-def _check_tsdl(path: str, text: bytes) -> None:
-    depth = 0
-    for match in _TSDL_TOKEN.finditer(text):
-        unclosed, brace = match.groups()
-        if unclosed:
-            raise ReportError(f"damaged trace (truncated?): the metadata of {path} ends in an "
-                              "unclosed comment or string")
-        if brace == b"{":
-            depth += 1
-        elif brace == b"}":
-            depth -= 1
-            if depth < 0:
-                raise ReportError(f"damaged trace: the metadata of {path} closes a brace it "
-                                  "never opened")
-    if depth:
-        raise ReportError(f"damaged trace (truncated?): the metadata of {path} ends inside a "
-                          "declaration (unclosed '{')")
-    _check_clocks(path, text)
-
-
-_CLOCK_BLOCK = re.compile(rb"\bclock\s*\{([^{}]*)\}")
-_CLOCK_FREQUENCY = re.compile(rb"\bfreq\s*=\s*(0[xX][0-9a-fA-F]+|\d+)\s*;")
-
-
-def _check_clocks(path: str, text: bytes) -> None:
-    """babeltrace2 2.0.4 divides by a clock's frequency: one without a frequency (or 0),
-    as a damaged attribute name leaves it, kills it with SIGFPE."""
-    for block in _CLOCK_BLOCK.finditer(re.sub(rb"/\*.*?\*/", b" ", text, flags=re.S)):
-        frequency = _CLOCK_FREQUENCY.search(block.group(1))
-        if not frequency or int(frequency.group(1), 0) == 0:
-            raise ReportError(f"damaged trace: the metadata of {path} declares a clock without "
-                              "a frequency (babeltrace2 cannot read it)")
+        return ctf.check_metadata(path).text
+    except ctf.CtfError as error:
+        raise ReportError(str(error)) from None
 
 
 def trace_start(metadata_dirs: list, timeout: float) -> int:

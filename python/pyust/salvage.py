@@ -11,8 +11,8 @@ packets it left out.
 
 Only the packet header and context of LTTng's layout are read (magic, UUID, stream class
 id, then timestamp_begin, timestamp_end, content_size and packet_size as 64-bit integers):
-the layout of every LTTng 2.x trace, user space and kernel. The metadata must declare
-exactly that layout, else nothing is walked and babeltrace2 alone decides.
+the layout of every LTTng 2.x trace, user space and kernel, CTF 1.8 or CTF 2. The metadata
+must declare exactly that layout, else nothing is walked and babeltrace2 alone decides.
 
 Nothing is repaired: a packet is kept whole or left out, with every packet after it in
 its file (where the next packet starts cannot be trusted once a header is wrong).
@@ -34,17 +34,15 @@ PACKET_MAGIC = 0xC1FC1FC1
 _HEADER = "I16sIQQQQQ"
 _HEADER_SIZE = struct.calcsize("<" + _HEADER)
 
-# What the metadata must say for _HEADER to be the packet layout (TSDL, whitespace folded).
-_LAYOUT = [
-    r"typealias integer\{size=32;align=8;signed=(?:false|0);\}:=uint32_t;",
-    r"typealias integer\{size=64;align=8;signed=(?:false|0);\}:=uint64_t;",
-    r"typealias integer\{size=64;align=8;signed=(?:false|0);"
-    r"map=clock\.\w+\.value;\}:=uint64_clock_\w+_t;",
-    r"packet\.header:=struct\{uint32_t magic;uint8_t uuid\[16\];uint32_t stream_id;"
-    r"uint64_t stream_instance_id;\};",
-    r"struct packet_context\{uint64_clock_\w+_t timestamp_begin;"
-    r"uint64_clock_\w+_t timestamp_end;uint64_t content_size;uint64_t packet_size;",
-]
+# The members, in order, that make _HEADER: (name, bits, array length), every one an unsigned
+# integer aligned on a byte; the four packet context members that follow it in every packet.
+_HEADER_MEMBERS = [("magic", 32, None), ("uuid", 8, 16), ("stream_id", 32, None),
+                   ("stream_instance_id", 64, None)]
+_CONTEXT_MEMBERS = [(name, 64, None)
+                    for name in ("timestamp_begin", "timestamp_end", "content_size", "packet_size")]
+# One member of a TSDL structure once the text is folded: a type (an integer declaration or a
+# name), the member's name, an array length.
+_TSDL_MEMBER = re.compile(r"(integer\{[^}]*\}|\w+) ?(\w+)(?:\[(\d+)\])?;")
 
 
 @dataclass
@@ -78,25 +76,103 @@ class Damage:
 
 
 def layout(tsdl: bytes) -> Layout | None:
-    """The packet layout the metadata text declares, or None when it is not LTTng's."""
-    text = " ".join(re.sub(rb"/\*.*?\*/", b" ", tsdl, flags=re.S).decode(
-        "utf-8", "replace").split())
-    text = re.sub(r" ?([{};:=\[\]]) ?", r"\1", text)
-    if not all(re.search(pattern, text) for pattern in _LAYOUT):
+    """The packet layout the metadata text declares (CTF 1.8's TSDL or CTF 2's JSON text
+    sequence), or None when it is not LTTng's."""
+    if tsdl.startswith(b"\x1e"):
+        return _layout_of_fragments(tsdl)
+    # Comments out, whitespace folded, no space around punctuation: LTTng up to 2.14 declares
+    # the integers once with typealiases, 2.15+ inline in each structure.
+    text = re.sub(rb"/\*.*?\*/|//[^\n]*", b" ", tsdl, flags=re.S).decode("utf-8", "replace")
+    text = re.sub(r" ?([{};:=\[\],]) ?", r"\1", " ".join(text.split()))
+    aliases = dict((name, declaration) for declaration, name in
+                   re.findall(r"\btypealias (integer\{[^}]*\}):=(\w+);", text))
+    header = re.search(r"\btrace\{.*?\bpacket\.header:=struct\{((?:integer\{[^}]*\}|[^{}])*)\};",
+                       text)
+    if not header or _tsdl_members(header.group(1), aliases) != _HEADER_MEMBERS:
         return None
+    named = dict(re.findall(r"\bstruct (\w+)\{((?:integer\{[^}]*\}|[^{}])*)\}", text))
+    ids = []
+    for stream_id, context in re.findall(
+            r"\bstream\{id=(\d+);.*?\bpacket\.context:=struct ?(\{(?:integer\{[^}]*\}|"
+            r"[^{}])*\}|\w+);", text):
+        body = context[1:-1] if context.startswith("{") else named.get(context)
+        if body is None or _tsdl_members(body, aliases)[:4] != _CONTEXT_MEMBERS:
+            return None
+        ids.append(int(stream_id))
     order = re.search(r"\btrace\{[^}]*?byte_order=(le|be|network);", text)
     trace_uuid = re.search(r'\btrace\{[^}]*?uuid="([0-9a-fA-F-]{36})";', text)
-    ids = re.findall(r"\bstream\{id=(\d+);", text)
-    contexts = re.findall(r"\bpacket\.context:=([^;]*);", text)
-    if not order or not trace_uuid or not ids or any(c != "struct packet_context"
-                                                      for c in contexts):
+    if not order or not trace_uuid or not ids:
         return None
     try:
         trace_bytes = _uuid.UUID(trace_uuid.group(1)).bytes
     except ValueError:
         return None
-    return Layout("<" if order.group(1) == "le" else ">", trace_bytes,
-                  frozenset(int(i) for i in ids))
+    return Layout("<" if order.group(1) == "le" else ">", trace_bytes, frozenset(ids))
+
+
+def _tsdl_members(body: str, aliases: dict) -> list:
+    """(name, bits, array length) of a TSDL structure's members that are unsigned integers
+    aligned on a byte (given inline or by a typealias); None in place of any other."""
+    members = []
+    for kind, name, length in _TSDL_MEMBER.findall(body):
+        declaration = aliases.get(kind, kind)
+        size = re.search(r"\bsize=(\d+);", declaration)
+        if not declaration.startswith("integer{") or not size or \
+                not re.search(r"\balign=8;", declaration) or \
+                re.search(r"\bsigned=(?:true|1);", declaration):
+            members.append(None)
+            continue
+        members.append((name, int(size.group(1)), int(length) if length else None))
+    return members
+
+
+# CTF 2: the members, in order, that make _HEADER (name, field class type, bits).
+_JSON_HEADER = [("magic", "fixed-length-unsigned-integer", 32),
+                ("uuid", "static-length-blob", 16 * 8),
+                ("stream_id", "fixed-length-unsigned-integer", 32),
+                ("stream_instance_id", "fixed-length-unsigned-integer", 64)]
+_JSON_CONTEXT = [(name, "fixed-length-unsigned-integer", 64)
+                 for name in ("timestamp_begin", "timestamp_end", "content_size", "packet_size")]
+
+
+def _members(field_class) -> list:
+    """(name, type, bits, byte order) of a structure field class's members."""
+    members = []
+    for member in (field_class or {}).get("member-classes", []):
+        member_class = member.get("field-class", {})
+        bits = member_class.get("length", 0) * (8 if member_class.get("type") ==
+                                                "static-length-blob" else 1)
+        members.append((member.get("name"), member_class.get("type"), bits,
+                        member_class.get("byte-order")))
+    return members
+
+
+def _layout_of_fragments(text: bytes) -> Layout | None:
+    import json
+
+    try:
+        fragments = [json.loads(part) for part in text.split(b"\x1e")[1:]]
+    except ValueError:
+        return None
+    preamble = fragments[0] if fragments else {}
+    trace_class = next((f for f in fragments if f.get("type") == "trace-class"), {})
+    header = _members(trace_class.get("packet-header-field-class"))
+    if [member[:3] for member in header] != _JSON_HEADER:
+        return None
+    orders = {member[3] for member in header if member[1] != "static-length-blob"}
+    if orders not in ({"little-endian"}, {"big-endian"}):
+        return None
+    ids = []
+    for stream_class in (f for f in fragments if f.get("type") == "data-stream-class"):
+        context = _members(stream_class.get("packet-context-field-class"))
+        if [member[:3] for member in context[:4]] != _JSON_CONTEXT or \
+                {member[3] for member in context[:4]} != orders:
+            return None
+        ids.append(stream_class.get("id", 0))
+    uuid = preamble.get("uuid")
+    if not ids or not isinstance(uuid, list) or len(uuid) != 16:
+        return None
+    return Layout("<" if orders == {"little-endian"} else ">", bytes(uuid), frozenset(ids))
 
 
 def stream_files(directory: str) -> list:
