@@ -152,6 +152,10 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tracefile-count", type=int, metavar="N",
                         help="with --tracefile-size: keep only the last N files of each stream "
                              "(the oldest events are deleted)")
+    parser.add_argument("--trace-format", choices=sorted(lttng.TRACE_FORMATS),
+                        help="the CTF version of the trace (LTTng 2.15 or later; default: what "
+                             "`lttng create` writes there, CTF 2; earlier LTTng writes CTF 1.8 "
+                             "only). Trace Compass reads CTF 1.8")
     live.add_options(parser)
     parser.add_argument("--native", action="store_true",
                         help="also record the native frames of extensions built with "
@@ -202,6 +206,13 @@ def _run_main(argv: list) -> int:
         raise UsageError("--tracefile-count needs --tracefile-size and must be at least 1")
     if args.snapshot and (args.live or args.relayd):
         raise UsageError("--snapshot and --live cannot go together")
+    trace_format = args.trace_format
+    knows_formats = lttng.knows_trace_formats()
+    if not knows_formats and trace_format == "ctf-2":
+        raise UsageError("--trace-format ctf-2: this LTTng writes CTF 1.8 only (LTTng 2.15 or "
+                         "later writes CTF 2)")
+    if not knows_formats:
+        trace_format = None  # CTF 1.8, the only format it writes
     if target[0] != "-m" and not os.path.exists(target[0]):
         # Python's own message and status for a missing script, before any session.
         filename = os.path.join(os.getcwd(), target[0])
@@ -248,13 +259,15 @@ def _run_main(argv: list) -> int:
     try:
         started = False
         try:
-            if output and not (relay or shm_path or args.snapshot or args.native or recorder):
+            if output and not (relay or shm_path or args.snapshot or args.native or recorder
+                               or (knows_formats and not trace_format)):
                 # The usual case, in one lttng command.
-                session = lttng.Session.create_started(name, output, config)
+                session = lttng.Session.create_started(name, output, config, trace_format)
                 started = session is not None
             if session is None:
-                session = relay.create(name) if relay else lttng.Session.create(
-                    name, output, shm_path=shm_path, snapshot=args.snapshot)
+                session = relay.create(name, trace_format) if relay else lttng.Session.create(
+                    name, output, shm_path=shm_path, snapshot=args.snapshot,
+                    trace_format=trace_format)
         except (KeyboardInterrupt, _Signalled):
             # Interrupted while lttng created it: the session may exist, not known here.
             _destroy_if_ours(name, output, generated=args.name is None)

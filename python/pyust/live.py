@@ -67,8 +67,9 @@ class Relay:
         self.live_port = live_port
         self.timer_us = timer_us
 
-    def create(self, name: str) -> Session:
-        return Session.create(name, None, live_url=self.url, live_timer_us=self.timer_us)
+    def create(self, name: str, trace_format: str | None = None) -> Session:
+        return Session.create(name, None, live_url=self.url, live_timer_us=self.timer_us,
+                              trace_format=trace_format)
 
     def live_url(self, name: str) -> str:
         host = "localhost" if _is_loopback(self.host) else self.host

@@ -104,6 +104,23 @@ def _check(result: subprocess.CompletedProcess, what: str) -> subprocess.Complet
     return result
 
 
+# pyust run --trace-format's values, as `lttng create --trace-format` takes them, and as a
+# session configuration (`lttng load`) spells them.
+TRACE_FORMATS = {"ctf-1.8": "CTF_1_8", "ctf-2": "CTF_2"}
+
+
+def knows_trace_formats() -> bool:
+    """Whether this LTTng can be told which CTF version to write (LTTng 2.15 and later,
+    which write CTF 2 unless told CTF 1.8): the schema of its session configurations,
+    installed beside the `lttng` command, has the trace_format element."""
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(_lttng_path())))
+    try:
+        with open(os.path.join(prefix, "share", "xml", "lttng", "session.xsd"), "rb") as file:
+            return b'"trace_format"' in file.read()
+    except OSError:
+        return False
+
+
 def sessiond_is_running() -> bool:
     """True when `lttng` reaches a session daemon for this user."""
     result = _run(["list"])
@@ -134,13 +151,15 @@ class Session:
     @classmethod
     def create(cls, name: str, output: str | None, live_url: str | None = None,
                live_timer_us: int | None = None, *, shm_path: str | None = None,
-               snapshot: bool = False) -> "Session":
+               snapshot: bool = False, trace_format: str | None = None) -> "Session":
         """A new session writing to output (a directory), or, with live_url, a live session
         streaming to the relay daemon at that URL (net://HOST[:CTRL[:DATA]]), flushed every
         live_timer_us (lttng's default when None). shm_path: the ring buffers are files
         there (lttng-crash reads them after a crash); snapshot: a snapshot session, written
-        only by snapshot_record()."""
+        only by snapshot_record(). trace_format: a key of TRACE_FORMATS (None: lttng's
+        default)."""
         args = ["create", name] + (["--output", output] if output else [])
+        args += ["--trace-format", trace_format] if trace_format else []
         args += ["--shm-path", shm_path] if shm_path else []
         args += ["--snapshot"] if snapshot else []
         if live_url:
@@ -151,13 +170,16 @@ class Session:
         return cls(name, path or output or "")
 
     @classmethod
-    def create_started(cls, name: str, output: str, config: ChannelConfig):
+    def create_started(cls, name: str, output: str, config: ChannelConfig,
+                       trace_format: str | None = None):
         """A new session writing to output, its channel pyust recording python:* with
         the contexts, started: in one `lttng load` of a session configuration instead
         of five commands (create, enable-channel, enable-event, add-context, start),
         each a process and a round trip to the session daemon. None when config asks
         for what this does not write (then create() and the rest, whose messages
-        name the option a user got wrong)."""
+        name the option a user got wrong). trace_format: a key of TRACE_FORMATS; without
+        it, LTTng 2.15+ loads a configuration as CTF 1.8, not as `lttng create`'s default:
+        callers wanting that default on such an LTTng use create()."""
         subbuf_size = _size_bytes(config.subbuf_size)
         if (subbuf_size is None or subbuf_size < os.sysconf("SC_PAGE_SIZE")
                 or not _power_of_two(subbuf_size) or not _power_of_two(config.num_subbuf)
@@ -168,7 +190,10 @@ class Session:
                            for context in CONTEXTS)
         text = (
             '<?xml version="1.0" encoding="UTF-8"?><sessions><session>'
-            f"<name>{_xml_text(name)}</name><domains><domain><type>UST</type>"
+            f"<name>{_xml_text(name)}</name>"
+            + (f"<trace_format>{TRACE_FORMATS[trace_format]}</trace_format>"
+               if trace_format else "")
+            + "<domains><domain><type>UST</type>"
             "<buffer_type>PER_UID</buffer_type><channels><channel>"
             f"<name>{CHANNEL}</name><enabled>true</enabled>"
             "<overwrite_mode>DISCARD</overwrite_mode>"
