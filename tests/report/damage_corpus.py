@@ -73,6 +73,7 @@ class Case:
     name: str
     damage: object  # damage(trace_copy: Path) -> None
     what: str = ""
+    expected: str = ""  # the verdict pyust report must reach, where the case decides it
 
 
 @dataclass
@@ -87,7 +88,7 @@ class Outcome:
 
 # ------------------------------------------------------------------ the trace
 
-def record(directory: Path, attempts: int = 5) -> Path:
+def record(directory: Path, attempts: int = 5, trace_format: str | None = None) -> Path:
     """Records PROGRAM with pyust run into directory/trace. A session records every process
     that emits python:* events: a trace that holds another program's fast-mode events
     (python:batch, which sink.pyust.report cannot read without filter.pyust.expand) is
@@ -98,8 +99,9 @@ def record(directory: Path, attempts: int = 5) -> Path:
     env = dict(os.environ, PYTHONPATH=PYUST_PATH)
     for attempt in range(attempts):
         trace = directory / f"trace{attempt}"
+        formats = ["--trace-format", trace_format] if trace_format else []
         result = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", str(trace), *RUN_FLAGS,
-                                 "--", str(program)], capture_output=True, text=True,
+                                 *formats, "--", str(program)], capture_output=True, text=True,
                                 timeout=120, env=env, cwd=directory)
         if result.returncode != 0:
             raise RuntimeError(f"pyust run failed: {result.stderr}")
@@ -170,21 +172,44 @@ def metadata_cases(trace: Path) -> list:
             path.write_bytes(bytes(data))
         return damage
 
-    def clock_without_frequency(copy):
-        path = copy / relative
-        path.write_bytes(path.read_bytes().replace(b"freq =", b"freu =", 1))
+    def replace(old, new):
+        def damage(copy):
+            path = copy / relative
+            data = path.read_bytes()
+            assert old in data, f"{old!r} is not in the metadata"
+            path.write_bytes(data.replace(old, new, 1))
+        return damage
 
+    if metadata_file(trace).read_bytes().startswith(b"\x1e"):
+        # CTF 2 (LTTng 2.15+): a JSON text sequence, not in packets.
+        return [
+            Case("metadata-empty", truncate(0), "metadata file empty", "refused"),
+            Case("metadata-truncate-30", truncate(30), "metadata cut in its preamble", "refused"),
+            Case("metadata-truncate-half", truncate(size // 2), "metadata cut in half",
+                 "refused"),
+            Case("metadata-truncate-1", truncate(size - 1),
+                 "metadata one byte short (its last fragment's closing brace)", "refused"),
+            Case("metadata-not-json", replace(b'"type": "trace-class"', b'"type": trace-class"'),
+                 "a metadata fragment that is not JSON", "refused"),
+            Case("metadata-no-preamble", replace(b'"type": "preamble"', b'"type": "preambel"'),
+                 "metadata whose first fragment is not a preamble", "refused"),
+            Case("metadata-clock-without-frequency", replace(b'"frequency"', b'"frequencx"'),
+                 "metadata whose clock class's frequency is damaged", "refused"),
+        ]
     return [
-        Case("metadata-empty", truncate(0), "metadata file empty"),
-        Case("metadata-truncate-30", truncate(30), "metadata cut in its first packet header"),
-        Case("metadata-truncate-half", truncate(size // 2), "metadata cut in half"),
-        Case("metadata-truncate-1", truncate(size - 1), "metadata one byte short"),
+        Case("metadata-empty", truncate(0), "metadata file empty", "refused"),
+        Case("metadata-truncate-30", truncate(30), "metadata cut in its first packet header",
+             "refused"),
+        Case("metadata-truncate-half", truncate(size // 2), "metadata cut in half", "refused"),
+        # One byte off the end of packetized metadata cuts only the last packet's padding.
+        Case("metadata-truncate-1", truncate(size - 1), "metadata one byte short", "read"),
         Case("metadata-content-past-end", past_end(24),
-             "metadata packet whose content size points past the end of the file"),
+             "metadata packet whose content size points past the end of the file", "refused"),
         Case("metadata-packet-past-end", past_end(28),
-             "metadata packet whose packet size points past the end of the file"),
-        Case("metadata-clock-without-frequency", clock_without_frequency,
-             "metadata whose clock's `freq` attribute is damaged (babeltrace2 2.0.4: SIGFPE)"),
+             "metadata packet whose packet size points past the end of the file", "refused"),
+        Case("metadata-clock-without-frequency", replace(b"freq =", b"freu ="),
+             "metadata whose clock's `freq` attribute is damaged (babeltrace2 2.0.4: SIGFPE)",
+             "refused"),
     ]
 
 

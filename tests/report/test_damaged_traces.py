@@ -23,10 +23,16 @@ QUICK_FLIPS = range(16)
 STRESS_FLIPS = range(500)
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    """A real trace of corpus.PROGRAM, several packets per stream."""
-    return corpus.record(tmp_path_factory.mktemp("damage"))
+@pytest.fixture(scope="module", params=["ctf-1.8", "ctf-2"])
+def recorded(request, tmp_path_factory):
+    """A real trace of corpus.PROGRAM, several packets per stream, in each CTF version the
+    installed LTTng writes (CTF 2: LTTng 2.15 and later, as `pyust run` finds out)."""
+    try:
+        return corpus.record(tmp_path_factory.mktemp("damage"), trace_format=request.param)
+    except RuntimeError as error:
+        if "writes CTF 1.8 only" in str(error):
+            pytest.skip(f"{request.param}: this LTTng cannot write it ({error})")
+        raise
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +57,7 @@ def test_truncated_last_packet_is_salvaged(recorded, tmp_path, plugin_path, inde
 def test_damaged_metadata(recorded, tmp_path, plugin_path, index):
     case = corpus.metadata_cases(recorded)[index]
     outcome = assert_case(recorded, case, tmp_path, plugin_path)
-    # One byte off the end of the metadata cuts only the last packet's padding.
-    assert outcome.verdict == ("read" if case.name == "metadata-truncate-1" else "refused")
+    assert outcome.verdict == case.expected
 
 
 @pytest.mark.parametrize("seed", QUICK_FLIPS)
@@ -119,7 +124,9 @@ def test_an_event_babeltrace2_cannot_decode_ends_the_report_there(recorded, tmp_
                      r"holds after that point is in this report\.$", warning)
     assert match, warning
     assert int(match.group(1)) > 0
-    assert "event-class-id=123456789" in match.group(2) and "addr=0x" not in match.group(2)
+    # babeltrace2's own reason names the unknown id (2.0: event-class-id=N; 2.1: "no event
+    # record class exists with ID N"), without its internal addresses.
+    assert "123456789" in match.group(2) and "addr=0x" not in match.group(2)
 
     cli = ["babeltrace2", "--plugin-path", plugin_path, str(copy), "-c", "sink.pyust.report"]
     plain = subprocess.run(cli, capture_output=True, text=True, timeout=corpus.LIMIT)
