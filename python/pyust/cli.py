@@ -347,11 +347,9 @@ def _destroy_if_ours(name: str, output: str | None, *, generated: bool) -> None:
     """Destroys session name when this run created it: its name was made by
     pyust run, or its trace goes to this run's new --output directory (a
     session of that name that existed before is someone else's)."""
-    result = lttng._run(["list", name], mi=True)
-    if result.returncode != 0:
-        return
-    if generated or (output and lttng._mi_text(result.stdout, "path") == output):
-        lttng._run(["destroy", name])
+    path = lttng.session_output(name)
+    if path is not None and (generated or (output and path == output)):
+        lttng.destroy_session(name)
 
 
 def _check_shm_path(path: str) -> str:

@@ -129,28 +129,10 @@ class LttngKernelRecorder(Recorder):
 
     def prepare(self, session: lttng.Session) -> None:
         self.session = session
-        name = session.name
-        lttng._check(lttng._run(["enable-channel", "--kernel", "--session", name,
-                                 KERNEL_CHANNEL]), "cannot create the kernel channel")
-        # Nothing system-wide: the traced program's pid is tracked once it exists.
-        lttng._run(["untrack", "--kernel", "--session", name, "--pid", "--all"])
-        lttng._check(lttng._run(["enable-event", "--kernel", "--session", name,
-                                 "--channel", KERNEL_CHANNEL, "--syscall", "--all"]),
-                     "cannot enable the system call events")
-        lttng._check(lttng._run(["enable-event", "--kernel", "--session", name,
-                                 "--channel", KERNEL_CHANNEL, "sched_switch"]),
-                     "cannot enable sched_switch")
-        lttng._check(lttng._run(["add-context", "--kernel", "--session", name,
-                                 "--channel", KERNEL_CHANNEL, "--type", "vpid", "--type",
-                                 "vtid", "--type", "procname"]),
-                     "cannot add the kernel contexts")
+        session.enable_kernel(KERNEL_CHANNEL, ["vpid", "vtid", "procname"])
 
     def spawn(self, command: list, env: dict) -> subprocess.Popen:
-        def attach(pid: int) -> None:
-            lttng._check(lttng._run(["track", "--kernel", "--session", self.session.name,
-                                     "--pid", str(pid)]),
-                         f"cannot track process {pid} in the kernel")
-        return _spawn_gated(command, env, attach)
+        return _spawn_gated(command, env, self.session.track_kernel_pid)
 
     def finish(self, trace: str) -> str | None:
         return f"pyust: kernel events (LTTng kernel tracer) in {os.path.join(trace, 'kernel')}"

@@ -67,25 +67,32 @@ def _run(args: list, *, mi: bool = False, timeout: float = 60) -> subprocess.Com
                          "is the session daemon stopped (kill -CONT it) or overloaded?") from None
 
 
-_DATA_PENDING = []
+_LIBRARY = []
 
 
-def _data_pending_function():
-    """liblttng-ctl's lttng_data_pending(session name), or None when the library
-    cannot be loaded (the `lttng` command does without then)."""
-    if not _DATA_PENDING:
-        function = None
+def _liblttng_ctl():
+    """liblttng-ctl through ctypes, or None when it cannot be loaded (the `lttng`
+    command does without then)."""
+    if not _LIBRARY:
+        library = None
         try:
             import ctypes
 
             library = ctypes.CDLL("liblttng-ctl.so.0")
-            function = library.lttng_data_pending
-            function.argtypes = [ctypes.c_char_p]
-            function.restype = ctypes.c_int
+            library.lttng_data_pending.argtypes = [ctypes.c_char_p]
+            library.lttng_data_pending.restype = ctypes.c_int
+            library.lttng_session_daemon_alive.argtypes = []
+            library.lttng_session_daemon_alive.restype = ctypes.c_int
         except (OSError, AttributeError):
-            function = None
-        _DATA_PENDING.append(function)
-    return _DATA_PENDING[0]
+            library = None
+        _LIBRARY.append(library)
+    return _LIBRARY[0]
+
+
+def _data_pending_function():
+    """liblttng-ctl's lttng_data_pending(session name), or None."""
+    library = _liblttng_ctl()
+    return library.lttng_data_pending if library else None
 
 
 def _error_line(result: subprocess.CompletedProcess) -> str:
@@ -122,13 +129,36 @@ def knows_trace_formats() -> bool:
 
 
 def sessiond_is_running() -> bool:
-    """True when `lttng` reaches a session daemon for this user."""
-    result = _run(["list"])
-    if result.returncode == 0:
-        return True
-    if "No session daemon" in result.stdout + result.stderr:
-        return False
-    raise LttngError(f"cannot list sessions: {_error_line(result)}")
+    """True when a session daemon answers this user: asked of liblttng-ctl
+    (lttng_session_daemon_alive), else of `lttng --mi xml list`'s status (LTTng
+    words the failure without a daemon differently from version to version)."""
+    library = _liblttng_ctl()
+    if library is not None:
+        return library.lttng_session_daemon_alive() == 1
+    return _run(["list"], mi=True).returncode == 0
+
+
+def session_output(name: str) -> str | None:
+    """The output path of this user's session `name` ("" for one without a local
+    path), or None when there is no such session (asked through `lttng --mi xml`)."""
+    import xml.etree.ElementTree as ElementTree
+
+    result = _run(["list", name], mi=True)
+    if result.returncode != 0:
+        return None
+    try:
+        root = ElementTree.fromstring(result.stdout)
+    except ElementTree.ParseError:
+        return None
+    for session in root.iter(_MI_NS + "session"):
+        if session.findtext(_MI_NS + "name") == name:
+            return session.findtext(_MI_NS + "path") or ""
+    return None
+
+
+def destroy_session(name: str) -> None:
+    """Destroys session `name` if it exists; a failure is not raised (clean-up)."""
+    _run(["destroy", name])
 
 
 def start_sessiond() -> None:
@@ -265,6 +295,28 @@ class Session:
         _check(_run(["add-context", "--userspace", "--session", self.name,
                      "--channel", NATIVE_CHANNEL] + types), "cannot add the native contexts")
 
+    def enable_kernel(self, channel: str, contexts: list) -> None:
+        """A kernel channel recording every system call and sched_switch with contexts,
+        tracking no process yet (track_kernel_pid adds them)."""
+        _check(_run(["enable-channel", "--kernel", "--session", self.name, channel]),
+               "cannot create the kernel channel")
+        # Nothing system-wide: the traced program's pid is tracked once it exists.
+        _run(["untrack", "--kernel", "--session", self.name, "--pid", "--all"])
+        _check(_run(["enable-event", "--kernel", "--session", self.name, "--channel", channel,
+                     "--syscall", "--all"]), "cannot enable the system call events")
+        _check(_run(["enable-event", "--kernel", "--session", self.name, "--channel", channel,
+                     "sched_switch"]), "cannot enable sched_switch")
+        types = []
+        for context in contexts:
+            types += ["--type", context]
+        _check(_run(["add-context", "--kernel", "--session", self.name, "--channel", channel]
+                    + types), "cannot add the kernel contexts")
+
+    def track_kernel_pid(self, pid: int) -> None:
+        """Records process pid's kernel events from now on."""
+        _check(_run(["track", "--kernel", "--session", self.name, "--pid", str(pid)]),
+               f"cannot track process {pid} in the kernel")
+
     def start(self) -> None:
         _check(_run(["start", self.name]), f"cannot start session {self.name!r}")
 
@@ -309,7 +361,8 @@ class Session:
         session daemon to finish (about 0.5 s): right only once stop() has
         returned, when the trace is complete on disk."""
         result = _run(["destroy", self.name] + ([] if wait else ["--no-wait"]), timeout=600)
-        if result.returncode != 0 and "not found" not in (result.stdout + result.stderr):
+        if result.returncode != 0 and session_output(self.name) is not None:
+            # Failed, and the session is still there (one already gone is destroyed).
             raise LttngError(f"cannot destroy session {self.name!r}: {_error_line(result)}")
 
 

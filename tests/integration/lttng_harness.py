@@ -75,13 +75,17 @@ def lttng(*args, check=True, timeout=120):
 
 
 def session_names() -> set:
-    result = lttng("list", check=False)
-    names = set()
-    for line in result.stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0].endswith(")") and parts[0][:-1].isdigit():
-            names.add(parts[1])
-    return names
+    """The names of this user's sessions, from LTTng's machine interface (`lttng --mi xml
+    list`), whose schema holds across versions where its words for people do not."""
+    import xml.etree.ElementTree as ElementTree
+
+    result = lttng("--mi", "xml", "list", check=False)
+    try:
+        root = ElementTree.fromstring(result.stdout)
+    except ElementTree.ParseError:
+        return set()
+    mi = "{https://lttng.org/xml/ns/lttng-mi}"
+    return {node.findtext(mi + "name") for node in root.iter(mi + "session")}
 
 
 def unique_name(tag: str = "t") -> str:
