@@ -408,6 +408,34 @@ def _metadata_text(path: str) -> bytes:
     return data
 
 
+def _ctf2_monotonic_offset(path: str) -> int | None:
+    """The offset in ns from the Unix epoch of the monotonic clock class in
+    CTF 2 metadata (LTTng 2.15 and later: JSON fragments, each after a record
+    separator), or None when path is no such metadata."""
+    import json
+
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError:
+        return None
+    if not data.startswith(b"\x1e"):
+        return None
+    for fragment in data.split(b"\x1e"):
+        try:
+            item = json.loads(fragment)
+        except ValueError:
+            continue
+        if not isinstance(item, dict) or item.get("type") != "clock-class" or \
+                item.get("origin") != "unix-epoch" or "monotonic" not in str(item.get("name")):
+            continue
+        origin = item.get("offset-from-origin") or {}
+        hz = int(item.get("frequency") or 10**9)
+        return int(origin.get("seconds", 0)) * 10**9 + \
+            int(origin.get("cycles", 0)) * 10**9 // hz
+    return None
+
+
 def lttng_clock_offset(trace: str) -> tuple:
     """(offset, source): the offset in ns from the Unix epoch that LTTng gave
     its monotonic clock in the user-space metadata of trace, or, without such
@@ -416,8 +444,12 @@ def lttng_clock_offset(trace: str) -> tuple:
         subdirs.sort()
         if "metadata" not in files or os.path.basename(directory) in (PERF_DIR, PERF_SCHED_DIR):
             continue
+        path = os.path.join(directory, "metadata")
+        offset = _ctf2_monotonic_offset(path)
+        if offset is not None:
+            return offset, f"LTTng's ({os.path.relpath(directory, trace)})"
         try:
-            text = _metadata_text(os.path.join(directory, "metadata"))
+            text = _metadata_text(path)
         except (OSError, Exception):  # a damaged metadata file: try the next one
             continue
         block = _CLOCK_BLOCK.search(text)
