@@ -16,8 +16,10 @@ Two recorders, chosen in this order:
   name (a switch to a thread is recorded in the context of the task it
   replaces, which a per-process recording misses: without it, time off the CPU
   would last until the thread's next event). Both are converted at the end
-  with `perf data convert --to-ctf` into TRACE/kernel-perf and
-  TRACE/kernel-perf-sched. `-k mono` stamps events with CLOCK_MONOTONIC, the clock
+  into TRACE/kernel-perf and TRACE/kernel-perf-sched: with `perf data convert
+  --to-ctf` where this perf has it, else (perf built without libbabeltrace, as
+  Debian unstable's) with pyust's writer of the same CTF from `perf script`
+  (perf_ctf.py). `-k mono` stamps events with CLOCK_MONOTONIC, the clock
   LTTng-UST reads; perf's CTF clock has no offset (origin: boot), so its offset
   is set to the one LTTng wrote for the user-space trace: both then map the
   same clock value to the same time, and babeltrace2 merges them on one
