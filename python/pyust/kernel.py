@@ -16,8 +16,10 @@ Two recorders, chosen in this order:
   name (a switch to a thread is recorded in the context of the task it
   replaces, which a per-process recording misses: without it, time off the CPU
   would last until the thread's next event). Both are converted at the end
-  with `perf data convert --to-ctf` into TRACE/kernel-perf and
-  TRACE/kernel-perf-sched. `-k mono` stamps events with CLOCK_MONOTONIC, the clock
+  into TRACE/kernel-perf and TRACE/kernel-perf-sched: with `perf data convert
+  --to-ctf` where this perf has it, else (perf built without libbabeltrace, as
+  Debian unstable's) with pyust's writer of the same CTF from `perf script`
+  (perf_ctf.py). `-k mono` stamps events with CLOCK_MONOTONIC, the clock
   LTTng-UST reads; perf's CTF clock has no offset (origin: boot), so its offset
   is set to the one LTTng wrote for the user-space trace: both then map the
   same clock value to the same time, and babeltrace2 merges them on one
@@ -42,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from . import ctf, lttng
+from . import ctf, lttng, perf_ctf
 
 KERNEL_CHANNEL = "pyust-kernel"
 PERF_DIR = "kernel-perf"
@@ -205,17 +207,35 @@ class _Perf:
 
     def convert(self, trace: str, offset: int) -> tuple:
         """Converts the data into trace/target with the clock at offset: (directory,
-        events or None), or raises KernelUnavailable with perf's last line."""
+        events or None, converter), or raises KernelUnavailable with the reason.
+        perf's own conversion first; where this perf has none (built without
+        libbabeltrace, as Debian unstable's), pyust's writer from `perf script`."""
         target = os.path.join(trace, self.target)
-        result = subprocess.run(["perf", "data", "convert", "--to-ctf", target,
-                                 "-i", self.data, "--force"],
-                                capture_output=True, text=True, timeout=600)
-        if result.returncode != 0 or not os.path.isfile(os.path.join(target, "metadata")):
+        choice = os.environ.get("PYUST_PERF_CONVERT", "")
+        if choice not in ("", "perf", "pyust"):
+            raise KernelUnavailable(f"PYUST_PERF_CONVERT={choice!r} is neither perf nor pyust")
+        failure = None
+        if choice != "pyust":
+            result = subprocess.run(["perf", "data", "convert", "--to-ctf", target,
+                                     "-i", self.data, "--force"],
+                                    capture_output=True, text=True, timeout=600)
+            if result.returncode == 0 and os.path.isfile(os.path.join(target, "metadata")):
+                align_perf_clock(os.path.join(target, "metadata"), offset)
+                samples = re.search(r"\((\d+) samples\)", result.stdout + result.stderr)
+                return target, int(samples.group(1)) if samples else None, "perf data convert"
             lines = (result.stderr or result.stdout).strip().splitlines()
-            raise KernelUnavailable(str(lines[-1] if lines else result.returncode))
+            failure = str(lines[-1] if lines else result.returncode)
+            if choice == "perf":
+                raise KernelUnavailable(failure)
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            count = perf_ctf.convert(self.data, target)
+        except (perf_ctf.ConversionError, OSError) as error:
+            shutil.rmtree(target, ignore_errors=True)
+            raise KernelUnavailable(f"perf script failed: {error}"
+                                    + (f" (perf data convert: {failure})" if failure else ""))
         align_perf_clock(os.path.join(target, "metadata"), offset)
-        samples = re.search(r"\((\d+) samples\)", result.stdout + result.stderr)
-        return target, int(samples.group(1)) if samples else None
+        return target, count, "perf script"
 
 
 class PerfRecorder(Recorder):
@@ -277,20 +297,31 @@ class PerfRecorder(Recorder):
                 return None
             offset, source = lttng_clock_offset(trace)
             parts = []
+            converters = set()
             for perf, what in ((self.syscalls, "system calls"), (self.sched, "sched_switch")):
                 if perf not in self.started or not os.path.exists(perf.data):
                     continue
                 try:
-                    target, count = perf.convert(trace, offset)
+                    target, count, converter = perf.convert(trace, offset)
                 except KernelUnavailable as error:
                     if perf is self.syscalls:
-                        return ("pyust: warning: perf data convert failed, the trace has no "
-                                f"kernel events: {error}")
-                    parts.append(f"no {what} (perf data convert failed: {error})")
+                        return ("pyust: warning: converting perf's recording failed, the trace "
+                                f"has no kernel events: {error}")
+                    parts.append(f"no {what} (converting perf's recording failed: {error})")
                     continue
+                converters.add(converter)
                 parts.append(f"{what}: {'' if count is None else f'{count} '}in {target}")
-            return f"pyust: kernel events (perf): {'; '.join(parts)}, clock aligned to {source}"
+            through = f" through {' and '.join(sorted(converters))}" if converters else ""
+            return (f"pyust: kernel events (perf{through}): {'; '.join(parts)}, clock aligned "
+                    f"to {source}")
         finally:
+            keep = os.environ.get("PYUST_PERF_KEEP")
+            if keep:
+                # For comparing the conversions on one recording (tests/kernel).
+                os.makedirs(keep, exist_ok=True)
+                for perf in (self.syscalls, self.sched):
+                    if os.path.exists(perf.data):
+                        shutil.copy(perf.data, keep)
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 

@@ -86,6 +86,9 @@ def kernel_trace(tmp_path_factory):
 def test_system_calls_on_the_python_stack(kernel_trace):
     result, trace, pid = kernel_trace
     assert "pyust: kernel events" in result.stderr, result.stderr
+    if "(perf" in result.stderr:
+        # The offset LTTng wrote (CTF 1.8 or 2), not one measured at the end.
+        assert "clock aligned to LTTng's" in result.stderr, result.stderr
     stacks = folded(report(trace, pid, "folded"))
     assert WRITER + ";openat" in stacks, sorted(stacks)
     assert WRITER + ";write" in stacks, sorted(stacks)
@@ -121,6 +124,82 @@ def test_durations_nest(kernel_trace):
         assert event["ts"] + event["dur"] <= outer["ts"] + outer["dur"] + 0.001, (outer, event)
     # The profile names the system calls as functions of the kernel.
     assert "(kernel)" in report(trace, pid, "profile")
+
+
+
+def convert_with(trace: Path, recordings: Path, converter: str) -> Path:
+    """A copy of trace whose kernel events are recordings converted again by converter
+    (pyust.kernel's "perf" or "pyust"), on the clock pyust run aligned them to."""
+    copy = trace.parent / f"{trace.name}-{converter}"
+    shutil.copytree(trace, copy)
+    script = textwrap.dedent("""\
+        import os, sys
+        from pyust import kernel
+        trace, recordings = sys.argv[1:]
+        offset, _ = kernel.lttng_clock_offset(trace)
+        for name, target in (("syscalls", kernel.PERF_DIR), ("sched", kernel.PERF_SCHED_DIR)):
+            perf = kernel._Perf(recordings, name, target)
+            if os.path.exists(perf.data):
+                print(perf.convert(trace, offset))
+        """)
+    result = subprocess.run([PYTHON, "-c", script, str(copy), str(recordings)],
+                            capture_output=True, text=True, timeout=300,
+                            env=child_env(PYUST_PERF_CONVERT=converter))
+    assert result.returncode == 0, result.stderr
+    return copy
+
+
+def test_both_conversions_give_the_same_analysis(tmp_path):
+    """One perf recording, converted by perf data convert --to-ctf and by pyust's writer
+    from perf script: the same folded stacks and the same Chrome trace."""
+    reason = kernel_unavailable()
+    if reason:
+        pytest.skip(reason)
+    if os.path.exists("/proc/lttng"):
+        pytest.skip("lttng-modules is loaded: this is perf's path")
+    recordings = tmp_path / "perf"
+    result, trace, pid = traced(tmp_path, "--kernel",
+                                env=child_env(PYUST_PERF_KEEP=str(recordings)))
+    if "through perf data convert" not in result.stderr:
+        pytest.skip(f"perf data convert --to-ctf does not work here: {result.stderr.strip()}")
+    assert (recordings / "syscalls.data").exists(), result.stderr
+    by_perf = convert_with(trace, recordings, "perf")
+    by_pyust = convert_with(trace, recordings, "pyust")
+    stacks = folded(report(by_pyust, pid, "folded"))
+    assert WRITER + ";write" in stacks, sorted(stacks)
+    assert any(stack.endswith(";[off-cpu]") for stack in stacks), sorted(stacks)
+    assert stacks == folded(report(by_perf, pid, "folded"))
+    assert report(by_pyust, pid, "chrome") == report(by_perf, pid, "chrome")
+
+
+def test_without_ctf_conversion_stacks_end_in_system_calls(tmp_path):
+    """A perf whose `data convert --to-ctf` is not compiled in, as Debian unstable's (the
+    same message and exit status): pyust converts perf script's output itself."""
+    reason = kernel_unavailable()
+    if reason:
+        pytest.skip(reason)
+    if os.path.exists("/proc/lttng"):
+        pytest.skip("lttng-modules is loaded: perf is not needed here")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    perf = bin_dir / "perf"
+    perf.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        if [ "$1" = data ] && [ "$2" = convert ]; then
+            echo "The babeltrace2 ctf support is not compiled in." >&2
+            exit 255
+        fi
+        exec {shutil.which("perf")} "$@"
+        """))
+    perf.chmod(0o755)
+    env = child_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result, trace, pid = traced(tmp_path, "--kernel", env=env)
+    lines = [line for line in result.stderr.splitlines() if "kernel events" in line]
+    assert len(lines) == 1 and "through perf script" in lines[0], result.stderr
+    stacks = folded(report(trace, pid, "folded"))
+    assert WRITER + ";write" in stacks, sorted(stacks)
+    assert any(stack.startswith(SLEEPER + ";") and stack.endswith(";[off-cpu]")
+               for stack in stacks), sorted(stacks)
 
 
 SPINNER = """\
