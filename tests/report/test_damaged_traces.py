@@ -130,7 +130,7 @@ def test_an_event_babeltrace2_cannot_decode_ends_the_report_there(recorded, tmp_
 
     cli = ["babeltrace2", "--plugin-path", plugin_path, str(copy), "-c", "sink.pyust.report"]
     plain = subprocess.run(cli, capture_output=True, text=True, timeout=corpus.LIMIT)
-    assert plain.returncode == 1 and "event-class-id=123456789" in plain.stderr
+    assert plain.returncode == 1 and "123456789" in plain.stderr
     salvaged = subprocess.run(cli + ["-p", "salvage=yes"], capture_output=True, text=True,
                               timeout=corpus.LIMIT)
     assert salvaged.returncode == 0, salvaged.stderr

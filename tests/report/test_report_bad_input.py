@@ -39,8 +39,16 @@ def stream_files(trace: Path) -> list:
     return sorted(p for p in directory.iterdir() if p.is_file() and p.name != "metadata")
 
 
+def is_packetized(metadata: bytes) -> bool:
+    """LTTng up to 2.14 writes CTF 1.8 metadata in packets; 2.15+ as plain text."""
+    return metadata[:4] == struct.pack("<I", 0x75D11D57)
+
+
 def packet_contents(metadata: bytes) -> bytes:
-    """The TSDL text of packetized metadata (little-endian, as LTTng writes it on x86)."""
+    """The TSDL text of packetized metadata (little-endian, as LTTng writes it on x86), or
+    the metadata itself when it is plain text."""
+    if not is_packetized(metadata):
+        return metadata
     text, offset = b"", 0
     while offset < len(metadata):
         content_bits, packet_bits = struct.unpack_from("<II", metadata, offset + 24)
@@ -83,15 +91,20 @@ def test_truncated_metadata_is_caught_before_babeltrace2(foo_bar_baz, tmp_path, 
     assert "damaged trace" in message and str(metadata_of(trace)) in message
 
 
-def test_metadata_cut_at_a_packet_boundary(foo_bar_baz, tmp_path):
-    """Whole packets, but the declarations stop in the middle."""
-    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+def test_metadata_cut_at_a_packet_boundary(foo_bar_baz_ctf18, tmp_path):
+    """Whole packets (whole lines, for plain text metadata), but the declarations stop in
+    the middle."""
+    trace = copy_trace(foo_bar_baz_ctf18.path, tmp_path / "t")
     metadata = metadata_of(trace)
     data = metadata.read_bytes()
-    packet_bits = struct.unpack_from("<I", data, 28)[0]
-    if len(data) <= packet_bits // 8:
-        pytest.fail("the metadata holds a single packet: cannot cut it at a packet boundary")
-    metadata.write_bytes(data[:packet_bits // 8])
+    if is_packetized(data):
+        packet_bits = struct.unpack_from("<I", data, 28)[0]
+        if len(data) <= packet_bits // 8:
+            pytest.fail("the metadata holds a single packet: cannot cut it at a packet boundary")
+        end = packet_bits // 8
+    else:
+        end = data.index(b"\n", data.index(b"stream {")) + 1
+    metadata.write_bytes(data[:end])
     # Where the first packet ends depends on the provider's declarations: in one, or
     # in a string of one (python:code's fields).
     message = fails(trace)
@@ -99,8 +112,8 @@ def test_metadata_cut_at_a_packet_boundary(foo_bar_baz, tmp_path):
     assert "ends inside a declaration" in message or "ends in an unclosed comment or string" in message
 
 
-def test_truncated_text_metadata(foo_bar_baz, tmp_path):
-    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+def test_truncated_text_metadata(foo_bar_baz_ctf18, tmp_path):
+    trace = copy_trace(foo_bar_baz_ctf18.path, tmp_path / "t")
     metadata = metadata_of(trace)
     text = packet_contents(metadata.read_bytes())
     assert text.startswith(b"/* CTF 1.8")
@@ -110,11 +123,12 @@ def test_truncated_text_metadata(foo_bar_baz, tmp_path):
     assert "damaged trace" in fails(trace)
 
 
-def test_text_metadata_with_a_syntax_error(foo_bar_baz, tmp_path):
-    trace = copy_trace(foo_bar_baz.path, tmp_path / "t")
+def test_text_metadata_with_a_syntax_error(foo_bar_baz_ctf18, tmp_path):
+    trace = copy_trace(foo_bar_baz_ctf18.path, tmp_path / "t")
     metadata = metadata_of(trace)
     text = packet_contents(metadata.read_bytes())
-    metadata.write_bytes(text.replace(b"typealias integer", b"typealias intger", 1))
+    assert b"packet.header := struct {" in text
+    metadata.write_bytes(text.replace(b"packet.header := struct {", b"packet.header := strukt {", 1))
     assert "damaged trace: babeltrace2 cannot read it" in fails(trace)
 
 
