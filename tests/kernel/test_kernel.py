@@ -149,14 +149,20 @@ def convert_with(trace: Path, recordings: Path, converter: str) -> Path:
     return copy
 
 
-def test_both_conversions_give_the_same_analysis(tmp_path):
-    """One perf recording, converted by perf data convert --to-ctf and by pyust's writer
-    from perf script: the same folded stacks and the same Chrome trace."""
+def skip_unless_perf_records():
+    """Skips, saying why, where perf cannot record kernel events or is not the recorder
+    (lttng-modules loaded: LTTng's kernel tracer records them)."""
     reason = kernel_unavailable()
     if reason:
         pytest.skip(reason)
     if os.path.exists("/proc/lttng"):
-        pytest.skip("lttng-modules is loaded: this is perf's path")
+        pytest.skip("lttng-modules is loaded: LTTng's kernel tracer records, not perf")
+
+
+def test_both_conversions_give_the_same_analysis(tmp_path):
+    """One perf recording, converted by perf data convert --to-ctf and by pyust's writer
+    from perf script: the same folded stacks and the same Chrome trace."""
+    skip_unless_perf_records()
     recordings = tmp_path / "perf"
     result, trace, pid = traced(tmp_path, "--kernel",
                                 env=child_env(PYUST_PERF_KEEP=str(recordings)))
@@ -175,11 +181,7 @@ def test_both_conversions_give_the_same_analysis(tmp_path):
 def test_without_ctf_conversion_stacks_end_in_system_calls(tmp_path):
     """A perf whose `data convert --to-ctf` is not compiled in, as Debian unstable's (the
     same message and exit status): pyust converts perf script's output itself."""
-    reason = kernel_unavailable()
-    if reason:
-        pytest.skip(reason)
-    if os.path.exists("/proc/lttng"):
-        pytest.skip("lttng-modules is loaded: perf is not needed here")
+    skip_unless_perf_records()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     perf = bin_dir / "perf"
@@ -220,11 +222,7 @@ def test_off_cpu_ends_when_the_thread_runs_again(tmp_path):
     """Preempted in a long C call, the thread is switched back in by another task: the
     system-wide sched_switch recording ends each [off-cpu] there, so the call shows many
     short ones. (Recorded per task only, the first would last until spin's return.)"""
-    reason = kernel_unavailable()
-    if reason:
-        pytest.skip(reason)
-    if os.path.exists("/proc/lttng"):
-        pytest.skip("lttng-modules is loaded: this is perf's path")
+    skip_unless_perf_records()
     program = tmp_path / "spin.py"
     program.write_text(textwrap.dedent(SPINNER))
     pid_file = tmp_path / "pid"
