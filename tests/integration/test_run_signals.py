@@ -53,7 +53,7 @@ def _tty_preexec() -> None:
     stdin (a pty), with pyust run's group in the foreground: where the
     terminal's Ctrl-C goes."""
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _default_signals()
 
 
 @contextlib.contextmanager
@@ -73,7 +73,7 @@ def pyust_run(tmp_path, source: str, *, tty: bool = False, env=None):
         [PYTHON, "-m", "pyust", "run", "--name", name, "-o", str(out), "--", str(program)],
         stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=env or child_env(), start_new_session=True,
-        preexec_fn=_tty_preexec if tty else _default_sigint)
+        preexec_fn=_tty_preexec if tty else _default_signals)
     if slave is not None:
         os.close(slave)
     try:
@@ -87,8 +87,13 @@ def pyust_run(tmp_path, source: str, *, tty: bool = False, env=None):
             os.close(master)
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _default_signals() -> None:
+    """Popen preexec_fn: the signals the tests send at their default disposition, as a
+    terminal's shell starts a command. Ignored dispositions are inherited: under nohup
+    (SIGHUP) or as a background job of a non-interactive shell (SIGINT, SIGQUIT), pyust
+    run and its program would rightly ignore them, as an untraced program would."""
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def _ready_pid(child) -> int:
