@@ -23,6 +23,7 @@ PROGRAM = """\
 import asyncio
 import concurrent.futures
 import faulthandler
+import multiprocessing
 import os
 import signal
 import sys
@@ -68,7 +69,10 @@ async def executor_shutdown():
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGCHLD, lambda: None)
     try:
-        with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        # Fork, as the issue's hang had it (and the default before 3.14; 3.14's forkserver
+        # would import this unguarded script again in each worker).
+        with concurrent.futures.ProcessPoolExecutor(
+                2, mp_context=multiprocessing.get_context("fork")) as pool:
             results = await asyncio.gather(*(loop.run_in_executor(pool, leaf, i)
                                              for i in range(8)))
     finally:
