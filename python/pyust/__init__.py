@@ -235,6 +235,17 @@ def emitted_events() -> int:
     return 0 if _hook is None else _hook.emitted_events()
 
 
+def _tally_into(directory: str) -> bool:
+    """Under pyust run: count the events this process hands to LTTng in a new
+    file of directory from now on (pyust.tally); before start(). False when the
+    file cannot be made (the run then counts the trace instead)."""
+    try:
+        _load().tally_into(directory)
+    except TracerError:
+        return False
+    return True
+
+
 def tracing(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = False,
             dormant: bool = True, fast: bool = False) -> "_Tracing":
     """Trace the body of a with statement (see start()); also a decorator."""

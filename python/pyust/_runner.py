@@ -85,10 +85,11 @@ def parse_hook_options(argv: list):
     return (options, target) if target else None
 
 
-def main(argv: list) -> int:
+def main(argv: list, tally: str | None = None) -> int:
     """`python -m pyust [hook options] -- PROGRAM`: run PROGRAM under the hook;
     the program's own exceptions (KeyboardInterrupt included) propagate
-    exactly as they would untraced."""
+    exactly as they would untraced. tally: pyust run's directory where the
+    process counts its events (pyust.tally)."""
     if argv and argv[0] in SUBCOMMANDS:
         parsed = None
     else:
@@ -97,7 +98,7 @@ def main(argv: list) -> int:
         from pyust.cli import main as cli_main
 
         return cli_main(argv)
-    return run_hook(*parsed)
+    return run_hook(*parsed, tally=tally)
 
 
 def _forget_own_modules() -> None:
@@ -117,8 +118,9 @@ def _forget_own_modules() -> None:
         del sys.modules["sitecustomize"]
 
 
-def run_hook(options: dict, target_argv: list) -> int:
-    """Run the target under the hook with options (parse_hook_options')."""
+def run_hook(options: dict, target_argv: list, tally: str | None = None) -> int:
+    """Run the target under the hook with options (parse_hook_options'),
+    counting its events in tally's directory when given."""
     _forget_own_modules()
     import pyust
 
@@ -131,6 +133,8 @@ def run_hook(options: dict, target_argv: list) -> int:
     activation = sys.modules.get("pyust._activate")
     if activation is not None and activation.started_by_activation:
         pyust.stop()  # this command's options win over the environment's
+    if tally is not None:
+        pyust._tally_into(tally)
 
     def start():
         pyust.start(modules=options["modules"], exclude=options["exclude"],

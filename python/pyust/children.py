@@ -11,8 +11,9 @@ reads PYTHONPATH imports that sitecustomize at start-up, which
   along sys.path, so that nothing the user has is lost (usercustomize, which
   site imports next, is not shadowed at all);
 - when PYUST is set and pyust's native hook exists for this interpreter (same
-  version and ABI), starts tracing with the run's options (_activate), and
-  notes the process (and each of its os.fork() children) for the summary.
+  version and ABI), starts tracing with the run's options (_activate), counting
+  its events in the run's tally (pyust.tally), and notes the process (and each
+  of its os.fork() children) for the summary.
 
 An interpreter of another version, a child whose environment lost PYUST or the
 directory (a PYTHONPATH or env= of the program's own), and -E/-I children (which
@@ -41,7 +42,7 @@ import sys
 
 
 def _pyust_run_child(module):
-    here, package, processes = %(here)r, %(package)r, %(processes)r
+    here, package, processes, tally = %(here)r, %(package)r, %(processes)r, %(tally)r
     sys.path[:] = [p for p in sys.path if os.path.abspath(p) != here]
     # Removed only once the chain is done: under a `pyust run` inside a traced program, the
     # outer run's sitecustomize comes next, and must see it too.
@@ -57,10 +58,10 @@ def _pyust_run_child(module):
     finally:
         os.environ.pop(%(first)r, None)
         if os.environ.get(%(variable)r) and not sys.flags.ignore_environment:
-            _pyust_start(package, processes, %(variable)r, first)
+            _pyust_start(package, processes, tally, %(variable)r, first)
 
 
-def _pyust_start(package, processes, variable, first):
+def _pyust_start(package, processes, tally, variable, first):
     try:
         import _imp
         suffixes = _imp.extension_suffixes()
@@ -77,6 +78,8 @@ def _pyust_start(package, processes, variable, first):
             finally:
                 if added:
                     sys.path.remove(parent)
+            if tally:
+                pyust._tally_into(tally)
             pyust._activate.activate_for_run(variable)
             if not pyust.is_active():
                 return
@@ -111,10 +114,11 @@ class Children:
         self._processes = os.path.join(directory, "processes")
 
     @classmethod
-    def create(cls, hook_flags: list) -> "Children":
+    def create(cls, hook_flags: list, tally: str | None = None) -> "Children":
         """A new private directory with the sitecustomize for these hook options
         (`pyust run`'s --modules, --exclude, --c-calls, --lines, --fast,
-        --no-dormant, as _hook_flags() gives them)."""
+        --no-dormant, as _hook_flags() gives them); the children count their
+        events in the directory tally (pyust.tally) when given."""
         import pyust
 
         directory = os.path.realpath(tempfile.mkdtemp(prefix="pyust-children-"))
@@ -124,6 +128,7 @@ class Children:
             "here": directory,
             "package": os.path.dirname(os.path.abspath(pyust.__file__)),
             "processes": children._processes,
+            "tally": tally,
             "first": _activate.RUN_FIRST_VARIABLE,
             "variable": VARIABLE,
         }
@@ -155,13 +160,13 @@ class Children:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def prepare(hook_flags: list, enabled: bool = True):
+def prepare(hook_flags: list, enabled: bool = True, tally: str | None = None):
     """pyust run's Children (None with --no-children, or when the directory
     cannot be made: then one line says the children are not traced)."""
     if not enabled:
         return None
     try:
-        return Children.create(hook_flags)
+        return Children.create(hook_flags, tally)
     except OSError as error:
         print(f"pyust: Python children will not be traced: cannot create a private "
               f"directory in {tempfile.gettempdir()}: {error.strerror}", file=sys.stderr)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from . import _runner, children, live, lttng, pth, sessiond
+from . import _runner, children, live, lttng, pth, sessiond, tally
 
 
 _TOP_EPILOG = """\
@@ -248,7 +248,14 @@ def _run_main(argv: list) -> int:
         from . import kernel
 
         recorder = kernel.choose()
-    kids = children.prepare(_hook_flags(args), enabled=not args.no_children)
+    # The processes count their events (pyust.tally) where the trace holds exactly what they
+    # handed to LTTng less what it discarded; else the trace is counted (count_events).
+    counter = None
+    if not (args.no_count or args.snapshot or args.native or recorder or relay
+            or args.tracefile_count):
+        counter = tally.Tally.create()
+    kids = children.prepare(_hook_flags(args), enabled=not args.no_children,
+                            tally=counter and counter.directory)
     session = None
     status = None
     # From here on a terminating signal ends the run cleanly: before the program
@@ -256,6 +263,7 @@ def _run_main(argv: list) -> int:
     # runs, the program gets it (see _run_child); after, it waits for the trace.
     guard = _SignalGuard()
     stopped = False
+    emitted = None
     try:
         started = False
         try:
@@ -287,7 +295,7 @@ def _run_main(argv: list) -> int:
         try:
             status = _run_child(target, _hook_flags(args), guard, blocking=args.no_discard,
                                 native=args.native, spawn=recorder and recorder.spawn,
-                                kids=kids)
+                                kids=kids, tally=counter and counter.directory)
         finally:
             if recorder:
                 recorder.stop()
@@ -302,6 +310,7 @@ def _run_main(argv: list) -> int:
         if args.snapshot:
             session.snapshot_record()
         discarded = session.discarded_events()
+        emitted = counter.total() if counter else None
     finally:
         try:
             if session is not None:
@@ -311,6 +320,8 @@ def _run_main(argv: list) -> int:
                 session.destroy(wait=not stopped or bool(relay))
         finally:
             processes = children.finish(kids)
+            if counter:
+                counter.remove()
             # A signal that came once the program had ended, while the session was
             # stopped and destroyed, ends pyust run now, by that signal.
             guard.release()
@@ -320,14 +331,12 @@ def _run_main(argv: list) -> int:
         print(kernel_note, file=sys.stderr)
     if relay:
         session.path, args.no_count = relay.trace_path(name, args.no_count)
-    expand = None
-    if args.fast:
-        from .report import ReportError, plugin_dirs
-        try:
-            expand = plugin_dirs()
-        except ReportError:
-            expand = []
-    recorded = None if args.no_count else lttng.count_events(session.path, plugin_path=expand)
+    recorded = None
+    if emitted is not None and not (args.fast and discarded):
+        recorded = emitted - discarded
+    elif not args.no_count:
+        # (The fast mode's discarded events are batches of records: the trace says how many.)
+        recorded = _count_trace(session.path, args.fast)
     summary = f"pyust: {'snapshot (the latest events)' if args.snapshot else 'trace'} in {session.path}"
     if recorded is not None:
         summary += f": {recorded} events recorded"
@@ -341,6 +350,19 @@ def _run_main(argv: list) -> int:
         print(f"pyust: {what} were lost because the buffers filled up: use larger buffers "
               "(--subbuf-size, --num-subbuf) or --no-discard", file=sys.stderr)
     return _exit_like(status)
+
+
+def _count_trace(path: str, fast: bool) -> int | None:
+    """The events of the trace in path, read with babeltrace2 (the fast mode's
+    records through pyust's filter.pyust.expand)."""
+    expand = None
+    if fast:
+        from .report import ReportError, plugin_dirs
+        try:
+            expand = plugin_dirs()
+        except ReportError:
+            expand = []
+    return lttng.count_events(path, plugin_path=expand)
 
 
 def _destroy_if_ours(name: str, output: str | None, *, generated: bool) -> None:
@@ -377,7 +399,7 @@ def _daemon_failure(daemon, session, shm_path: str | None) -> list:
 
 
 def _run_child(target: list, hook_flags: list, guard: "_SignalGuard", *, blocking: bool,
-               native: bool = False, spawn=None, kids=None) -> int:
+               native: bool = False, spawn=None, kids=None, tally: str | None = None) -> int:
     """Run the program in a child interpreter under the hook; its status.
 
     The terminating signals sent to pyust run while the program runs go to
@@ -385,7 +407,8 @@ def _run_child(target: list, hook_flags: list, guard: "_SignalGuard", *, blockin
     for it, so that the session is always stopped and destroyed. Those the
     terminal sends to its whole foreground group (Ctrl-C, Ctrl-\\, hang-up)
     have reached the program already and are not sent twice. With `kids`,
-    the program's Python children are traced too (children.py)."""
+    the program's Python children are traced too (children.py). With `tally`,
+    the program counts its events there (pyust.tally)."""
     env = dict(os.environ)
     if blocking:
         env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
@@ -395,7 +418,7 @@ def _run_child(target: list, hook_flags: list, guard: "_SignalGuard", *, blockin
         env = native_frames.preload_env(env)
     if kids is not None:
         env = kids.environ(env)
-    command = child_command(hook_flags, target)
+    command = child_command(hook_flags, target, tally)
     # The child gets every signal's disposition and mask as pyust run got them:
     # the guard's handlers are reset by exec, and the signals are blocked only
     # once it runs (one that comes during the spawn is kept and passed on).
@@ -505,16 +528,17 @@ class _SignalGuard:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, self.waited)
 
 
-def child_command(hook_flags: list, target: list) -> list:
+def child_command(hook_flags: list, target: list, tally: str | None = None) -> list:
     """The command of the child interpreter: `python -m pyust [hook options] --
     PROGRAM`, but started with -c: -m would import runpy and its 18 modules
     into the program before its first line (pyust._runner then makes
     sys.argv, sys.orig_argv, sys.path[0] and __main__ what `python PROGRAM`
-    makes them)."""
-    return [sys.executable, "-c", _CHILD_CODE, *hook_flags, "--", *target]
+    makes them). tally: the directory where it counts its events."""
+    code = _CHILD_CODE % (f", tally={tally!r}" if tally else "")
+    return [sys.executable, "-c", code, *hook_flags, "--", *target]
 
 
-_CHILD_CODE = "import sys; from pyust._runner import main; sys.exit(main(sys.argv[1:]))"
+_CHILD_CODE = "import sys; from pyust._runner import main; sys.exit(main(sys.argv[1:]%s))"
 
 
 def _exit_like(status: int) -> int:

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "core.hpp"
+#include "tally.hpp"
 
 namespace py = pybind11;
 namespace hook = pyust::hook;
@@ -58,6 +59,9 @@ PYBIND11_MODULE(_native, m)
     m.def("name_thread", &hook::name_thread, py::arg("tid"), py::arg("name"));
     m.def("emitted_events", &hook::emitted_events,
           "Events the hook has handed to LTTng since the process started.");
+    m.def("tally_into", &hook::tally_into, py::arg("directory"),
+          "Count the events handed to LTTng in a new file of directory from now on (pyust "
+          "run's summary); call before start().");
     m.def("flush", &hook::flush, py::arg("final") = false,
           "Fast mode: write every thread's pending records now (before os._exit).");
     m.def(

@@ -32,6 +32,7 @@
 
 #include "python_compat.hpp"
 #include "python_tp.h"
+#include "tally.hpp"
 
 namespace pyust::hook {
 
@@ -202,11 +203,6 @@ public:
     {
         return lttng_ust_tracepoint_enabled(python, batch);
     }
-    std::uint64_t emitted() const noexcept override
-    {
-        return m_records.load(std::memory_order_relaxed);
-    }
-
     void begin() noexcept override
     {
         pthread_mutex_lock(&s_list.mutex);
@@ -345,7 +341,7 @@ private:
             r.size,
         };
         if (lttng_ust_tracepoint_enabled(python, batch)) {
-            m_records.fetch_add(r.count, std::memory_order_relaxed);
+            tally().records.fetch_add(r.count, std::memory_order_relaxed);
             lttng_ust_do_tracepoint(python, batch, &header, r.bytes);
         }
         r.first += r.count;
@@ -353,7 +349,6 @@ private:
     }
 
     Emitter& m_standard;
-    std::atomic<std::uint64_t> m_records{0};
 };
 
 BatchEmitter& BatchEmitter::instance() noexcept

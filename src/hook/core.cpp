@@ -20,6 +20,8 @@
 
 #include <lttng/ust-fork.h>
 
+#include "tally.hpp"
+
 namespace pyust::hook {
 
 State& g = *new State;
@@ -286,6 +288,7 @@ void fork_child() noexcept
         return;
     }
     lttng_ust_after_fork_child(&g.fork_sigset);
+    tally_after_fork_child();
     // The watcher thread does not exist in the child, and its lock may have
     // been held at the fork: start afresh (after_fork_child restarts it).
     new (&w.mutex) pthread_mutex_t(PTHREAD_MUTEX_INITIALIZER);
@@ -607,7 +610,7 @@ std::uint64_t emitted_events() noexcept
 {
     if (!g.is_initialised)
         return 0;
-    return lttng_emitter().emitted() + (g.has_batched ? batch_emitter().emitted() : 0);
+    return tally().events + tally().records.load(std::memory_order_relaxed);
 }
 
 void flush(bool is_final) noexcept

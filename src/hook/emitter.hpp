@@ -34,11 +34,6 @@ public:
     // without the GIL (it reads LTTng's enabled flags).
     virtual bool is_recording() const noexcept = 0;
 
-    // How many events this emitter has handed to LTTng while a session
-    // enabled them: what sessions recorded plus what they discarded (for the
-    // fast mode, records in batches).
-    virtual std::uint64_t emitted() const noexcept { return m_emitted; }
-
     // The fast mode's extras; no-ops in the standard mode.
     // A session starts receiving events: drop what a session that ended left
     // unwritten, and emit the first python:horizon.
@@ -48,9 +43,6 @@ public:
     virtual void flush_all(bool is_final) noexcept { (void)is_final; }
     // In the child of fork(): forget the parent's records and threads.
     virtual void after_fork_child(std::uint32_t pid) noexcept { (void)pid; }
-
-protected:
-    std::uint64_t m_emitted = 0;
 };
 
 // The standard mode's emitter: one python:* tracepoint per event.

@@ -78,7 +78,9 @@ void attach_current_thread(const std::string& name);
 // Names a thread that was already running at start(). Throws std::bad_alloc.
 void name_thread(std::int64_t tid, const std::string& name);
 
-// Events the hook has emitted since the process started.
+// Events the hook has handed to LTTng while a session enabled them (recorded
+// plus discarded; the fast mode's records in batches): since the process
+// started, or, under pyust run, since it started or forked (tally.hpp).
 std::uint64_t emitted_events() noexcept;
 
 // Fast mode: writes every thread's pending records now (before os._exit,

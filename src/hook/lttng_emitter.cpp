@@ -2,17 +2,18 @@
 #include "emitter.hpp"
 
 #include "python_tp.h"
+#include "tally.hpp"
 
 namespace pyust::hook {
 namespace {
 
-// Emits python:NAME and counts it, only when a session enables the event: the
-// count is what LTTng was handed (recorded plus discarded), at the cost of the
-// enabled check lttng_ust_tracepoint makes anyway.
+// Emits python:NAME and counts it (tally.hpp), only when a session enables the
+// event: the count is what LTTng was handed (recorded plus discarded), at the
+// cost of the enabled check lttng_ust_tracepoint makes anyway.
 #define PYUST_EMIT(NAME, ...)                                                                      \
     do {                                                                                           \
         if (lttng_ust_tracepoint_enabled(python, NAME)) {                                          \
-            ++m_emitted;                                                                           \
+            ++tally().events;                                                                      \
             lttng_ust_do_tracepoint(python, NAME, __VA_ARGS__);                                    \
         }                                                                                          \
     } while (0)
