@@ -4,7 +4,7 @@
     python3 tests/bench/run_startup.py [--rounds R] [--baseline DIR] [--build DIR]
                                        [--python PATH]
 
-Runs, interleaved, R rounds of each case below (medians of wall time printed),
+Runs, interleaved in a new order each round, R rounds of each case below (medians of wall time printed),
 with the pyust package of --build (default: this tree's build/python) and, when
 given, of --baseline (another build's python directory, e.g. main's, for
 before/after figures in the same run):
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -114,8 +115,11 @@ def main() -> int:
                            lambda: [py, "-m", "pyust", "run", "-o", out(), "--", "render.py"])]
         times = {name: [] for name, _, _ in cases}
         cpus = {name: [] for name, _, _ in cases}
+        # A new order each round: a run's session is torn down by the daemon after pyust run
+        # ends (destroy --no-wait), which slows whichever case comes next.
+        order = random.Random(1)
         for _ in range(args.rounds):
-            for name, label, command in cases:
+            for name, label, command in order.sample(cases, len(cases)):
                 wall, cpu = timed(command(), envs[label or "new"], work)
                 times[name].append(wall)
                 cpus[name].append(cpu)
