@@ -2,8 +2,10 @@
 """How fast pyust's babeltrace2 components read a trace, and in how much memory.
 
     python3 tests/bench/report_speed.py [--events N[,N...]] [--rounds R] [--keep DIR]
+                                        [--trace-formats ctf-1.8,ctf-2]
 
-For each size it records a trace of about N events with `pyust run` (a
+For each size (and each trace format asked for: LTTng 2.15 and later write CTF
+2 or CTF 1.8) it records a trace of about N events with `pyust run` (a
 recursive call-heavy program), then runs, interleaved, R rounds of:
 
   dummy    babeltrace2 TRACE -c sink.utils.dummy             (babeltrace2's floor)
@@ -15,7 +17,9 @@ and prints, per size and mode, the median wall and CPU time, events per second,
 the ratio to dummy's events per second, and the peak RSS (each run is a child
 process; wait4 gives its own maximum resident set). Target of issue 4: the
 stack sinks at no less than half dummy's events per second; peak memory that
-does not grow with the trace's length.
+does not grow with the trace's length. Target of issue 13: the report on a CTF 2
+trace at no less than 90% of its events per second on a CTF 1.8 trace of the
+same program (the `vs 1st` column: the ratio to the first format's rate).
 """
 
 from __future__ import annotations
@@ -69,15 +73,16 @@ def pyust_env() -> dict:
     return env
 
 
-def record(events: int, directory: str) -> tuple:
+def record(events: int, directory: str, trace_format: str | None) -> tuple:
     """A trace of about `events` events; returns (path, events recorded)."""
     program = os.path.join(directory, "fib_program.py")
     with open(program, "w") as stream:
         stream.write(PROGRAM)
-    trace = os.path.join(directory, f"trace-{events}")
+    trace = os.path.join(directory, f"trace-{events}-{trace_format or 'default'}")
+    format_args = ["--trace-format", trace_format] if trace_format else []
     result = subprocess.run(
         [sys.executable, "-m", "pyust", "run", "-o", trace, "--subbuf-size", "8M",
-         "--num-subbuf", "16", "--no-discard", "--", program, str(events // 2)],
+         "--num-subbuf", "16", "--no-discard", *format_args, "--", program, str(events // 2)],
         capture_output=True, text=True, env=pyust_env(), timeout=3600)
     if result.returncode != 0:
         sys.exit(f"report_speed: recording failed: {result.stderr.strip()}")
@@ -104,27 +109,42 @@ def main() -> int:
                         help="trace sizes, comma-separated (default: 1000000,10000000)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per mode (default: 3)")
     parser.add_argument("--keep", metavar="DIR", help="record the traces in DIR and keep them")
+    parser.add_argument("--trace-formats", metavar="F[,F]",
+                        help="record each size in these formats (ctf-1.8, ctf-2: LTTng 2.15 "
+                             "or later; default: what LTTng writes)")
     args = parser.parse_args()
     sizes = [int(x) for x in args.events.split(",")]
+    formats = args.trace_formats.split(",") if args.trace_formats else [None]
     directory = args.keep or tempfile.mkdtemp(prefix="pyust-report-speed-")
     os.makedirs(directory, exist_ok=True)
     try:
-        print(f"{'events':>12} {'mode':>7} {'wall s':>8} {'cpu s':>8} {'Mev/s':>7} "
-              f"{'vs dummy':>8} {'peak RSS':>9}")
+        print(f"{'events':>12} {'format':>8} {'mode':>7} {'wall s':>8} {'cpu s':>8} "
+              f"{'Mev/s':>7} {'vs dummy':>8} {'vs 1st':>7} {'peak RSS':>9}")
         for size in sizes:
-            trace, recorded = record(size, directory)
-            runs = {mode: [] for mode in MODES}
+            traces = [(trace_format, *record(size, directory, trace_format))
+                      for trace_format in formats]
+            # Interleaved: every mode on every format in each round, in a turning order.
+            jobs = [(trace_format, mode) for trace_format, _, _ in traces for mode in MODES]
+            runs = {job: [] for job in jobs}
+            paths = {trace_format: path for trace_format, path, _ in traces}
             for round_ in range(args.rounds):
-                order = list(MODES)[round_ % len(MODES):] + list(MODES)[:round_ % len(MODES)]
-                for mode in order:
-                    runs[mode].append(measure(trace, mode))
-            dummy_rate = recorded / statistics.median(r[1] for r in runs["dummy"])
-            for mode, results in runs.items():
-                cpu = statistics.median(r[1] for r in results)
-                rate = recorded / cpu
-                print(f"{recorded:>12} {mode:>7} {statistics.median(r[0] for r in results):>8.2f} "
-                      f"{cpu:>8.2f} {rate / 1e6:>7.2f} {rate / dummy_rate:>7.0%} "
-                      f"{max(r[2] for r in results):>7.1f}Mi")
+                shift = round_ % len(jobs)
+                for trace_format, mode in jobs[shift:] + jobs[:shift]:
+                    runs[trace_format, mode].append(measure(paths[trace_format], mode))
+            first_rates = {}
+            for trace_format, _, recorded in traces:
+                cpu_of = {mode: statistics.median(r[1] for r in runs[trace_format, mode])
+                          for mode in MODES}
+                for mode in MODES:
+                    results = runs[trace_format, mode]
+                    rate = recorded / cpu_of[mode]
+                    first_rates.setdefault(mode, rate)
+                    print(f"{recorded:>12} {trace_format or 'default':>8} {mode:>7} "
+                          f"{statistics.median(r[0] for r in results):>8.2f} "
+                          f"{cpu_of[mode]:>8.2f} {rate / 1e6:>7.2f} "
+                          f"{rate / (recorded / cpu_of['dummy']):>7.0%} "
+                          f"{rate / first_rates[mode]:>6.0%} "
+                          f"{max(r[2] for r in results):>7.1f}Mi")
     finally:
         if not args.keep:
             shutil.rmtree(directory, ignore_errors=True)
