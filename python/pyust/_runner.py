@@ -17,7 +17,7 @@ subprocess, ...) is imported only for the other commands, help and mistakes.
 No `from __future__ import` either: it imports the __future__ module.
 """
 
-import io
+import _io
 import os
 import sys
 
@@ -85,7 +85,7 @@ def parse_hook_options(argv: list):
     return (options, target) if target else None
 
 
-def main(argv: list, tally: str | None = None) -> int:
+def main(argv: list, tally=None) -> int:
     """`python -m pyust [hook options] -- PROGRAM`: run PROGRAM under the hook;
     the program's own exceptions (KeyboardInterrupt included) propagate
     exactly as they would untraced. tally: pyust run's directory where the
@@ -118,7 +118,7 @@ def _forget_own_modules() -> None:
         del sys.modules["sitecustomize"]
 
 
-def run_hook(options: dict, target_argv: list, tally: str | None = None) -> int:
+def run_hook(options: dict, target_argv: list, tally=None) -> int:
     """Run the target under the hook with options (parse_hook_options'),
     counting its events in tally's directory when given."""
     _forget_own_modules()
@@ -199,7 +199,7 @@ def _script_target(path: str, args: list) -> Target:
         target.path0 = filename
         return target
     try:
-        with io.open_code(filename) as stream:
+        with _io.open_code(filename) as stream:
             source = stream.read()
     except OSError as error:
         program = (getattr(sys, "orig_argv", None) or [sys.executable])[0]
