@@ -133,7 +133,12 @@ def test_empty_file_name_is_registered_code(tmp_path):
     counts = compare_with_cprofile(
         traced, lambda file: file in ("", str(traced.program)) or file.startswith("<attrs"))
     assert counts[("", 1, "made")] == 5
-    assert counts[("<attrs generated init __main__.Point>", 1, "__init__")] == 6
+    # attrs names the file of Point's generated methods "<attrs generated init
+    # __main__.Point>" (22.2, Debian 12), or "<attrs generated methods __main__.Point>" (26.1).
+    inits = {file: calls for (file, _, name), calls in counts.items()
+             if name == "__init__" and file.startswith("<attrs generated ")
+             and file.endswith(" __main__.Point>")}
+    assert list(inits.values()) == [6], counts
     # babeltrace2 2.0.4 prints an empty string field as the value it had in an earlier event:
     # the hook records the placeholder, so the dump is true.
     dump = subprocess.run(["babeltrace2", str(traced.path)], capture_output=True, text=True,
