@@ -18,7 +18,7 @@ import pwd
 import shlex
 import socket
 
-from .lttng import LttngError, count_events
+from .lttng import LttngError, count_events, sessiond_is_running
 
 ROOT_RUNDIR = "/var/run/lttng"
 TRACING_GROUP = "tracing"
@@ -38,18 +38,28 @@ class Daemon:
 
     def state(self) -> str:
         """`running`, `stopped` (SIGSTOP, or stopped by a debugger) or `gone`."""
-        if self.pid is None:
-            return "gone"
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as stat:
-                # The state follows the command name, which is in parentheses.
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            return "gone"
-        state = fields[0] if fields else b"?"
+        seen = _process(self.pid) if self.pid is not None else None
+        if seen is None or seen[0] != b"lttng-sessiond":
+            # No daemon of that pid here: none runs, or it runs in another PID namespace (a
+            # container given the host's /var/run/lttng): ask the daemon's socket.
+            return "running" if sessiond_is_running() else "gone"
+        state = seen[1]
         if state == b"Z":
             return "gone"
         return "stopped" if state in (b"T", b"t") else "running"
+
+
+def _process(pid: int) -> tuple | None:
+    """(command name, state letter) of process pid as /proc shows it; None when
+    there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read()
+        # The state follows the command name, which is in parentheses.
+        head, tail = text.rsplit(b")", 1)
+        return head.split(b"(", 1)[1], (tail.split() or [b"?"])[0]
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _read_pid(path: str) -> int | None:

@@ -218,19 +218,29 @@ SPINNER = """\
 """
 
 
-def test_off_cpu_ends_when_the_thread_runs_again(tmp_path):
+@pytest.mark.parametrize("namespace", [False, True], ids=["host", "pid-namespace"])
+def test_off_cpu_ends_when_the_thread_runs_again(tmp_path, namespace):
     """Preempted in a long C call, the thread is switched back in by another task: the
     system-wide sched_switch recording ends each [off-cpu] there, so the call shows many
-    short ones. (Recorded per task only, the first would last until spin's return.)"""
+    short ones. (Recorded per task only, the first would last until spin's return.)
+    In a PID namespace of its own (a container), sched_switch's payload numbers threads as
+    the host does and everything else as the namespace does: the switch back in still ends
+    the [off-cpu]."""
     skip_unless_perf_records()
+    # In a new PID namespace (with its own /proc, for perf): the program and perf see the
+    # namespace's pids; the session daemon is the host's.
+    wrapper = ["unshare", "--pid", "--fork", "--mount-proc"] if namespace else []
+    if namespace and subprocess.run(wrapper + ["true"], capture_output=True).returncode != 0:
+        pytest.skip("cannot make a PID namespace here (unshare --pid --fork --mount-proc)")
     program = tmp_path / "spin.py"
     program.write_text(textwrap.dedent(SPINNER))
     pid_file = tmp_path / "pid"
     trace = tmp_path / "trace"
     busy = subprocess.Popen(["taskset", "-c", "0", PYTHON, "-c", "while True: pass"])
     try:
-        result = subprocess.run(["taskset", "-c", "0", PYTHON, "-m", "pyust", "run", "--kernel",
-                                 "-o", str(trace), "--", str(program), str(pid_file)],
+        result = subprocess.run(wrapper + ["taskset", "-c", "0", PYTHON, "-m", "pyust", "run",
+                                           "--kernel", "-o", str(trace), "--", str(program),
+                                           str(pid_file)],
                                 capture_output=True, text=True, timeout=300, env=child_env())
     finally:
         busy.kill()

@@ -244,6 +244,9 @@ void EventReader::kernel_class_info(const bt_event_class* event_class, ClassInfo
         return;
     }
     if (info.kind == PythonKind::sched_switch) {
+        info.prev_tid = find_member(payload, "prev_tid");
+        if (info.prev_tid.index < 0)
+            info.prev_tid = find_member(payload, "prev_pid");
         info.next_tid = find_member(payload, "next_tid");
         if (info.next_tid.index < 0)
             info.next_tid = find_member(payload, "next_pid");
@@ -280,6 +283,8 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
         out.stream = stream_index(bt_event_borrow_stream_const(event));
         const bt_field* payload = bt_event_borrow_payload_field_const(event);
         out.next_tid = info.next_tid.index >= 0 ? read_int(payload, info.next_tid) : -1;
+        if (info.kind == PythonKind::sched_switch)
+            out.next_tid = thread_switched_to(info, payload, out.key.tid, out.next_tid);
         if (info.kind == PythonKind::syscall_entry)
             out.name = info.id.index >= 0
                            ? syscall_name(read_int(payload, info.id), m_syscall_buffer)
@@ -316,6 +321,20 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
         }
     }
     return true;
+}
+
+std::int64_t EventReader::thread_switched_to(const ClassInfo& info, const bt_field* payload,
+                                             std::int64_t tid, std::int64_t next_tid)
+{
+    if (info.prev_tid.index >= 0) {
+        const std::int64_t kernel_tid = read_int(payload, info.prev_tid);
+        if (kernel_tid > 0)
+            m_tid_of_kernel_tid[kernel_tid] = tid;
+    }
+    if (next_tid <= 0)
+        return next_tid;
+    const auto it = m_tid_of_kernel_tid.find(next_tid);
+    return it != m_tid_of_kernel_tid.end() ? it->second : next_tid;
 }
 
 bool EventReader::apply_foreign_switch(analysis::StackModel& model, const PythonEvent& event)

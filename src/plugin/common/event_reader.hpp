@@ -137,14 +137,20 @@ private:
         int debug_bin = -1;
         int debug_func = -1;
         // Kernel events: the system call named by the event class (empty: by the payload's
-        // id), and sched_switch's next thread (next_tid, or perf's next_pid).
+        // id), and sched_switch's threads (prev_tid and next_tid, or perf's prev_pid and
+        // next_pid).
         std::string syscall;
-        Member next_tid;
+        Member prev_tid, next_tid;
     };
 
     // Fills the kernel parts of a new kernel event class's info; kind other when the class
     // has no thread to join. Throws std::bad_alloc.
     static void kernel_class_info(const bt_event_class* event_class, ClassInfo& info);
+
+    // The thread key of a switch's next thread (see m_tid_of_kernel_tid), learning the pair
+    // of the thread leaving. Throws std::bad_alloc.
+    std::int64_t thread_switched_to(const ClassInfo& info, const bt_field* payload,
+                                    std::int64_t tid, std::int64_t next_tid);
 
     const ClassInfo& class_info(const bt_event_class* event_class);
 
@@ -156,6 +162,11 @@ private:
     std::unordered_map<const bt_stream*, std::uint64_t> m_streams;
     std::vector<std::string> m_stream_names;
     std::string m_syscall_buffer; // the name of a system call missing from the table
+    // sched_switch's payload names threads as the kernel numbers them (the initial PID
+    // namespace), its event's thread key as the tracer's namespace does (vtid, perf's
+    // perf_tid): in a container they differ. Each switch shows one pair, the thread leaving
+    // (payload prev_tid, key tid); a switch's next_tid is translated with the pairs seen.
+    std::unordered_map<std::int64_t, std::int64_t> m_tid_of_kernel_tid;
 };
 
 // Returns a clock snapshot in ns from its clock's origin. Throws Error on overflow.
