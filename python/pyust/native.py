@@ -40,10 +40,17 @@ EVENTS = (
 # events lttng-ust records the instrumented function's address as ip.
 CONTEXTS = ("vpid", "vtid", "procname", "ip")
 
-# Cython's own helpers (__Pyx_PyObject_Call, __Pyx_GetItemInt, ...) are
-# defined in the generated .c file itself; excluding them keeps the module's
-# functions (__pyx_pw_..., __pyx_pf_...) and leaves out the plumbing.
-CYTHON_HELPERS = "__Pyx_"
+# Cython's own helpers are defined in the generated .c file itself: the
+# __Pyx_ ones (__Pyx_PyObject_Call, __Pyx_GetItemInt, ...) and a few named
+# __pyx_ like the module's functions (its code-object cache, used by every
+# traceback; its function type, its metaclass, the module's GC slots; Cython
+# 3.1 inlines the cache into __Pyx_AddTraceback). Excluding them keeps the
+# module's functions (__pyx_pw_..., __pyx_pf_..., __pyx_f_...) and leaves out
+# the plumbing. GCC matches each as a substring of a function's name.
+CYTHON_HELPERS = ("__Pyx_", "__pyx_find_code_object", "__pyx__find_code_object",
+                  "__pyx_insert_code_object", "__pyx__insert_code_object",
+                  "__pyx_bisect_code_objects", "__pyx_CyFunction_",
+                  "__pyx_CommonTypesMetaclass_", "__pyx_m_clear", "__pyx_m_traverse")
 
 
 class NativeError(LttngError):
@@ -78,7 +85,7 @@ def cflags(*, cython: bool = False, include_dirs: list | None = None) -> list:
     flags = ["-finstrument-functions",
              "-finstrument-functions-exclude-file-list=" + ",".join(excluded)]
     if cython:
-        flags.append("-finstrument-functions-exclude-function-list=" + CYTHON_HELPERS)
+        flags.append("-finstrument-functions-exclude-function-list=" + ",".join(CYTHON_HELPERS))
     flags.append("-g")
     return flags
 
@@ -123,7 +130,8 @@ def cflags_main(argv: list) -> int:
                 "shell:       CFLAGS=\"$(python3 -m pyust cflags)\" pip install ."),
     )
     parser.add_argument("--cython", action="store_true",
-                        help="also leave out Cython's own helper functions (__Pyx_*)")
+                        help="also leave out Cython's own helper functions (__Pyx_*, and its "
+                             "code-object cache, function type and metaclass)")
     args = parser.parse_args(argv)
     print(" ".join(cflags(cython=args.cython)))
     return 0

@@ -74,6 +74,10 @@ def test_cflags_exclude_the_python_headers(examples):
                  "helper_c"):
         assert calls.get(name) == 1, (name, calls)
     assert not [name for name, n in calls.items() if n and re.match(r"_?Py(?!Init_)|__Pyx", name)]
+    # Nor Cython's runtime named like the module's functions: the code-object cache that
+    # every traceback goes through, its function type, its metaclass.
+    helpers = r"__pyx_(_?find_code_object|_?insert_code_object|bisect|CyFunction|CommonTypes)"
+    assert not [name for name, n in calls.items() if n and re.match(helpers, name)]
 
 
 def instrumented(binary: Path) -> dict:
