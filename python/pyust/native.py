@@ -86,6 +86,10 @@ def cflags(*, cython: bool = False, include_dirs: list | None = None) -> list:
              "-finstrument-functions-exclude-file-list=" + ",".join(excluded)]
     if cython:
         flags.append("-finstrument-functions-exclude-function-list=" + ",".join(CYTHON_HELPERS))
+    # Each function in one piece: GCC's hot/cold splitting (-O2 and up) moves a function's
+    # unlikely paths to a FUNCTION.cold part elsewhere, and babeltrace2's debug-info then
+    # names neither (Cython 3.1's functions under GCC 16: "module.so+0x6b20").
+    flags.append("-fno-reorder-blocks-and-partition")
     flags.append("-g")
     return flags
 
