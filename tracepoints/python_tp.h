@@ -152,15 +152,20 @@ LTTNG_UST_TRACEPOINT_EVENT(python, thread,
  *   backend  the hook back end: "setprofile" or "monitoring"
  *   lines    1 when line tracing is on
  *   c_calls  1 when C-call tracing is on
+ *   command  the process's command line as `python PROGRAM ARGS` gives it
+ *            (sys.orig_argv; under `pyust run`, without pyust's own part),
+ *            quoted as a POSIX shell would need it and cut at 4096 bytes
+ *            (ending in "..." then). Traces of earlier pyust versions lack it.
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, process,
     LTTNG_UST_TP_ARGS(const char *, version, const char *, backend, uint8_t, lines,
-                      uint8_t, c_calls),
+                      uint8_t, c_calls, const char *, command),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_string(version, version)
         lttng_ust_field_string(backend, backend)
         lttng_ust_field_integer(uint8_t, lines, lines)
-        lttng_ust_field_integer(uint8_t, c_calls, c_calls)))
+        lttng_ust_field_integer(uint8_t, c_calls, c_calls)
+        lttng_ust_field_string(command, command)))
 
 /*
  * python:batch - fast mode (`pyust run --fast`): many call, return and line

@@ -140,7 +140,8 @@ def _prefixes(value) -> list:
 
 
 def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = False,
-          dormant: bool = True, fast: bool = False, _hide_caller_stack: bool = False) -> None:
+          dormant: bool = True, fast: bool = False, _hide_caller_stack: bool = False,
+          _command=None) -> None:
     """Start tracing every thread of this interpreter.
 
     modules: module-name prefixes to trace ("numpy,pandas" or a list); by
@@ -162,6 +163,8 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     when pyust first sees their thread, so each thread's trace is balanced.
     Raises TracerError when already tracing, or when another profiler or
     tracer (cProfile, a debugger, coverage.py) holds the interpreter's hook.
+    (_command: the command line python:process reports, for pyust run on
+    Pythons without sys.orig_argv; by default sys.orig_argv.)
     """
     include, excluded = _prefixes(modules), _prefixes(exclude)
     native = _load()
@@ -175,7 +178,8 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     if native.backend() == "setprofile":
         _wrap_thread_bootstrap()
     native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
-                 include=include, exclude=excluded, dormant=dormant, fast=fast)
+                 include=include, exclude=excluded, dormant=dormant, fast=fast,
+                 command=_command or [])
     for tid, name in names:
         native.name_thread(tid, name)
     _greenlet.install(native)

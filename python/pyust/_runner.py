@@ -136,11 +136,15 @@ def run_hook(options: dict, target_argv: list, tally=None) -> int:
     if tally is not None:
         pyust._tally_into(tally)
 
+    # python:process's command line: sys.orig_argv, which prepare() made
+    # `python PROGRAM ARGS`; before 3.10, that line made here.
+    command = None if hasattr(sys, "orig_argv") else [sys.executable, *target_argv]
+
     def start():
         pyust.start(modules=options["modules"], exclude=options["exclude"],
                     c_calls=options["c_calls"], lines=options["lines"],
                     dormant=not options["no_dormant"], fast=options["fast"],
-                    _hide_caller_stack=True)
+                    _hide_caller_stack=True, _command=command)
 
     try:
         run(target, start)

@@ -109,6 +109,27 @@ std::string printable_utf8(std::string_view text)
     return printable(valid);
 }
 
+// The most bytes of a command line in a process's title.
+constexpr std::size_t max_title_command = 160;
+
+// A command line (python:process) as a title: its program by its base name
+// ("/usr/bin/python3 app.py" reads "python3 app.py"), cut at max_title_command bytes.
+std::string command_title(std::string_view command)
+{
+    if (!command.empty() && command[0] != '\'') {
+        const std::string_view program = command.substr(0, command.find(' '));
+        const std::size_t slash = program.rfind('/');
+        if (slash != std::string_view::npos && slash + 1 < program.size())
+            command.remove_prefix(slash + 1);
+    }
+    if (command.size() <= max_title_command)
+        return printable_utf8(command);
+    std::size_t end = max_title_command;
+    while (end > 0 && (static_cast<unsigned char>(command[end]) & 0xc0) == 0x80)
+        --end; // not inside a character
+    return printable_utf8(command.substr(0, end)) + "...";
+}
+
 } // namespace
 
 std::string format_duration(Timestamp ns)
@@ -149,7 +170,8 @@ std::string thread_title(const Thread& thread, const ReportOptions& options)
     return title;
 }
 
-void name_processes(const StackModel& model, const std::map<std::int64_t, std::string>& procnames,
+void name_processes(const StackModel& model, const std::map<std::int64_t, std::string>& commands,
+                    const std::map<std::int64_t, std::string>& procnames,
                     std::map<std::int64_t, std::string> scripts, ReportOptions& options)
 {
     // A process that registered no __main__ code (a forked child runs its parent's) is named
@@ -180,7 +202,13 @@ void name_processes(const StackModel& model, const std::map<std::int64_t, std::s
         pids.insert(thread->key().pid);
     for (const auto& [pid, name] : procnames)
         pids.insert(pid);
+    for (const auto& [pid, command] : commands) {
+        if (!command.empty())
+            options.processes[pid] = command_title(command);
+    }
     for (const std::int64_t pid : pids) {
+        if (options.processes.count(pid))
+            continue; // named by its command line
         std::string name;
         if (const auto it = procnames.find(pid); it != procnames.end())
             name = printable_utf8(it->second);

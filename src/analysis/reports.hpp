@@ -38,12 +38,14 @@ struct ReportOptions {
     ProcessNames processes;
 };
 
-// Fills options.processes: procnames (pid -> command name, as the events' procname context
-// says) followed by scripts (pid -> the file of the first __main__ code the process
-// registered), "python3 /path/prog.py"; a process without a script is named by the __main__
-// code it ran (a forked child). Precondition: model.finish() was called. Throws
-// std::bad_alloc.
-void name_processes(const StackModel& model, const std::map<std::int64_t, std::string>& procnames,
+// Fills options.processes: by commands (pid -> the command line python:process gave),
+// "python3 prog.py --fast" (the program's base name, at most 160 bytes); a process without
+// one (traces of older pyust versions) by procnames (pid -> command name, as the events'
+// procname context says) followed by scripts (pid -> the file of the first __main__ code the
+// process registered), "python3 /path/prog.py", or else by the __main__ code it ran (a
+// forked child). Precondition: model.finish() was called. Throws std::bad_alloc.
+void name_processes(const StackModel& model, const std::map<std::int64_t, std::string>& commands,
+                    const std::map<std::int64_t, std::string>& procnames,
                     std::map<std::int64_t, std::string> scripts, ReportOptions& options);
 
 // "pid 1234 (python3 prog.py)", or "pid 1234" when nothing names it. Throws std::bad_alloc.

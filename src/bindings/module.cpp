@@ -30,7 +30,8 @@ PYBIND11_MODULE(_native, m)
     m.def(
         "start",
         [](bool c_calls, bool lines, bool hide_caller_stack, std::vector<std::string> include,
-           std::vector<std::string> exclude, bool dormant, bool fast) {
+           std::vector<std::string> exclude, bool dormant, bool fast,
+           std::vector<std::string> command) {
             hook::Options options;
             options.c_calls = c_calls;
             options.lines = lines;
@@ -39,12 +40,15 @@ PYBIND11_MODULE(_native, m)
             options.exclude = std::move(exclude);
             options.is_dormant_allowed = dormant;
             options.fast = fast;
+            options.command = std::move(command);
             hook::start(options);
         },
         py::kw_only(), py::arg("c_calls") = false, py::arg("lines") = false,
         py::arg("hide_caller_stack") = false, py::arg("include") = std::vector<std::string>{},
         py::arg("exclude") = std::vector<std::string>{}, py::arg("dormant") = true,
-        py::arg("fast") = false, "Start tracing every thread.");
+        py::arg("fast") = false, py::arg("command") = std::vector<std::string>{},
+        "Start tracing every thread. command: the command line python:process reports "
+        "(default: sys.orig_argv, else /proc/self/cmdline).");
     m.def("stop", &hook::stop, "Stop tracing every thread.");
     m.def("backend", &hook::backend::name,
           "The interpreter hook in use: \"setprofile\" (up to 3.11) or \"monitoring\".");

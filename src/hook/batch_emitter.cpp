@@ -189,10 +189,10 @@ public:
     {
         m_standard.thread(tid, name);
     }
-    void process(const char* version, const char* backend, bool has_lines,
-                 bool has_c_calls) noexcept override
+    void process(const char* version, const char* backend, bool has_lines, bool has_c_calls,
+                 const char* command) noexcept override
     {
-        m_standard.process(version, backend, has_lines, has_c_calls);
+        m_standard.process(version, backend, has_lines, has_c_calls, command);
     }
     // A session that records batches gets a rundown too (for its horizon).
     bool is_code_enabled() const noexcept override

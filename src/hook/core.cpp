@@ -20,6 +20,7 @@
 
 #include <lttng/ust-fork.h>
 
+#include "command_line.hpp"
 #include "tally.hpp"
 
 namespace pyust::hook {
@@ -319,6 +320,30 @@ const char* python_version() noexcept
     return version.c_str();
 }
 
+// The words of sys.orig_argv (in the file system's encoding, as the kernel had
+// them), or /proc/self/cmdline's where sys has none (3.8, 3.9). Throws
+// std::bad_alloc.
+std::vector<std::string> own_command()
+{
+    std::vector<std::string> words;
+    PyObject* argv = PySys_GetObject("orig_argv"); // borrowed
+    if (argv == nullptr || !PyList_Check(argv))
+        return read_own_cmdline();
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(argv); ++i) {
+        PyObject* word = PyList_GET_ITEM(argv, i);
+        PyObject* bytes = PyUnicode_Check(word) ? PyUnicode_EncodeFSDefault(word) : nullptr;
+        if (bytes == nullptr) {
+            PyErr_Clear();
+            words.emplace_back("?");
+            continue;
+        }
+        words.emplace_back(PyBytes_AS_STRING(bytes),
+                           static_cast<std::size_t>(PyBytes_GET_SIZE(bytes)));
+        Py_DECREF(bytes);
+    }
+    return words;
+}
+
 } // namespace
 
 CodeInfo* info_for_code(PyCodeObject* code, PyFrameObject* frame) noexcept
@@ -454,7 +479,8 @@ void c_function_names(PyObject* callable, const char** name, const char** owner)
 
 void emit_process() noexcept
 {
-    g.emitter->process(python_version(), backend::name(), g.options.lines, g.options.c_calls);
+    g.emitter->process(python_version(), backend::name(), g.options.lines, g.options.c_calls,
+                       g.command.c_str());
 }
 
 std::int64_t current_tid() noexcept
@@ -511,6 +537,7 @@ void start(const Options& options)
     g.emitter = options.fast ? &batch_emitter() : &lttng_emitter();
     g.has_batched = g.has_batched || options.fast;
     g.was_code_enabled = g.emitter->is_code_enabled();
+    g.command = join_command(options.command.empty() ? own_command() : options.command);
     g.emitter->begin();
     emit_process();
 

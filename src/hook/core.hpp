@@ -29,6 +29,7 @@ struct State {
     std::unique_ptr<Registry> registry;
     Emitter* emitter = nullptr; // the standard or the fast mode's
     bool has_batched = false;   // the fast mode's emitter was used
+    std::string command;        // python:process's command line (command_line.hpp)
     // Fork protocol: LTTng-UST's saved signal mask, the forking thread, and the thread in
     // os.fork() (its before hook ran: Python goes on in the child).
     sigset_t fork_sigset;

@@ -22,8 +22,8 @@ public:
     virtual void c_call(const char* name, const char* owner) noexcept = 0;
     virtual void c_return(bool has_raised) noexcept = 0;
     virtual void thread(std::int64_t tid, const char* name) noexcept = 0;
-    virtual void process(const char* version, const char* backend, bool has_lines,
-                         bool has_c_calls) noexcept = 0;
+    virtual void process(const char* version, const char* backend, bool has_lines, bool has_c_calls,
+                         const char* command) noexcept = 0;
 
     // True while some session records python:code: the hook watches it to
     // re-emit registrations when a session starts after the program did.

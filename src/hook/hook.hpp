@@ -36,6 +36,9 @@ struct Options {
     // (python:batch), written when full, every few tens of milliseconds, at
     // thread exit, stop() and interpreter exit.
     bool fast = false;
+    // The process's command line for python:process; empty: sys.orig_argv,
+    // else (Python 3.8, 3.9) /proc/self/cmdline.
+    std::vector<std::string> command;
 };
 
 // Prepares the hook once per process. own_dir: pyust's package directory with

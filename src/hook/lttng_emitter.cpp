@@ -46,10 +46,10 @@ public:
     {
         PYUST_EMIT(thread, tid, name);
     }
-    void process(const char* version, const char* backend, bool has_lines,
-                 bool has_c_calls) noexcept override
+    void process(const char* version, const char* backend, bool has_lines, bool has_c_calls,
+                 const char* command) noexcept override
     {
-        PYUST_EMIT(process, version, backend, has_lines ? 1 : 0, has_c_calls ? 1 : 0);
+        PYUST_EMIT(process, version, backend, has_lines ? 1 : 0, has_c_calls ? 1 : 0, command);
     }
     bool is_code_enabled() const noexcept override
     {

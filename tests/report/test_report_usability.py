@@ -180,13 +180,14 @@ class Run:
     pid: int
 
 
-def record(directory: Path, source: str) -> tuple:
-    """`pyust run` on `source` written as directory/prog.py, tracing into directory/trace;
-    (program, trace path). The run must succeed."""
+def record(directory: Path, source: str, *args: str) -> tuple:
+    """`pyust run` on `source` written as directory/prog.py with args, tracing into
+    directory/trace; (program, trace path). The run must succeed."""
     program = directory / "prog.py"
     program.write_text(source)
     path = directory / "trace"
-    result = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", str(path), "--", str(program)],
+    result = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", str(path), "--", str(program),
+                             *args],
                             capture_output=True, text=True, timeout=RUN_TIMEOUT,
                             env=child_env(), cwd=directory)
     assert result.returncode == 0, result.stderr
@@ -257,9 +258,10 @@ os.waitpid(pid, 0)
 
 @pytest.fixture(scope="module")
 def forked(tmp_path_factory):
-    """A program that forks, traced by `pyust run`: (trace, parent pid, child pid)."""
+    """A program that forks, traced by `pyust run` with arguments: (trace, the command line
+    that names both processes, parent pid, child pid)."""
     directory = tmp_path_factory.mktemp("fork")
-    program, path = record(directory, FORK)
+    program, path = record(directory, FORK, "--mode", "it's forking")
     trace = read_trace(path, owner=directory)
     codes = trace.codes
     pids = {}
@@ -269,7 +271,9 @@ def forked(tmp_path_factory):
             if qualname in ("in_child", "in_parent"):
                 pids[qualname] = event["vpid"]
     assert len(pids) == 2 and pids["in_child"] != pids["in_parent"], pids
-    return path, program, pids["in_parent"], pids["in_child"], trace.events[0]["procname"]
+    # The command line as a shell would need it typed, the interpreter by its base name.
+    command = f"{os.path.basename(PYTHON)} {program} --mode 'it'\\''s forking'"
+    return path, command, pids["in_parent"], pids["in_child"]
 
 
 def tables_of(text: str) -> dict:
@@ -284,11 +288,11 @@ def tables_of(text: str) -> dict:
 
 
 def test_each_process_has_its_profile_named_by_its_command(forked):
-    path, program, parent, child, procname = forked
+    path, command, parent, child = forked
     text = ok(path, "--pid", parent) + ok(path, "--pid", child)
-    assert f"pid {parent} ({procname} {program}): " in text
-    # The child registered no __main__ code of its own: it is named by the code it ran.
-    assert f"pid {child} ({procname} {program}): " in text
+    assert f"pid {parent} ({command}): " in text
+    # A forked child has its parent's command line.
+    assert f"pid {child} ({command}): " in text
     text = ok(path, "--modules", "__main__", "--limit", "0")
     tables = tables_of(text)
     assert parent in tables and child in tables, text
@@ -298,19 +302,47 @@ def test_each_process_has_its_profile_named_by_its_command(forked):
 
 
 def test_merge_processes_gives_one_profile(forked):
-    path, program, parent, child, procname = forked
+    path, command, parent, child = forked
     text = ok(path, "--modules", "__main__", "--limit", "0", "--merge-processes")
     assert "processes merged: " in text.splitlines()[0]
-    assert f"pid {parent} ({procname} {program})" in text.splitlines()[0]
-    assert f"pid {child} ({procname} {program})" in text.splitlines()[0]
+    assert f"pid {parent} ({command})" in text.splitlines()[0]
+    assert f"pid {child} ({command})" in text.splitlines()[0]
     rows = {row[4]: row[0] for row in rows_of(text)}
     assert rows["__main__:both"] == 2
     assert rows["__main__:in_child"] == rows["__main__:in_parent"] == 1
 
 
+SPAWN = """\
+import subprocess, sys
+if sys.argv[1:] == ["parent"]:
+    subprocess.run([sys.executable, __file__, "child", "caf\u00e9", "x" * 5000], check=True)
+"""
+
+
+def test_children_are_named_by_their_own_command_lines(tmp_path):
+    """A child started with other arguments has its own title; a long command line is cut
+    in the event (4096 bytes) and further in titles (160 bytes), never inside a character."""
+    program, path = record(tmp_path, SPAWN, "parent")
+    python = os.path.basename(PYTHON)
+    commands = {e["vpid"]: e["fields"]["command"]
+                for e in read_trace(path, owner=tmp_path).events if e["name"] == "python:process"}
+    assert len(commands) == 2, commands
+    parent = next(pid for pid, command in commands.items() if command.endswith(" parent"))
+    child = next(pid for pid in commands if pid != parent)
+    assert commands[parent] == f"{PYTHON} {program} parent"
+    assert commands[child].startswith(f"{PYTHON} {program} child caf\u00e9 xxxx")
+    assert commands[child].endswith("x...") and len(commands[child].encode()) == 4096
+    headers = [line for line in ok(path, "--limit", "1").splitlines() if line.startswith("pid ")]
+    assert f"pid {parent} ({python} {program} parent): " in "\n".join(headers)
+    title = next(line for line in headers if line.startswith(f"pid {child} "))
+    named = title[title.index("(") + 1:title.index("): ")]
+    assert named.startswith(f"{python} {program} child caf\u00e9 xxx") and named.endswith("x...")
+    assert len(named.encode()) == 163  # 160 bytes of the command line, then "..."
+
+
 def test_every_format_names_the_processes(forked, tmp_path):
-    path, program, parent, child, procname = forked
-    title = {pid: f"pid {pid} ({procname} {program})" for pid in (parent, child)}
+    path, command, parent, child = forked
+    title = {pid: f"pid {pid} ({command})" for pid in (parent, child)}
     stacks = ok(path, "-f", "folded", "--modules", "__main__")
     firsts = {line.split(";")[0] for line in stacks.splitlines()}
     assert title[parent] in firsts and title[child] in firsts

@@ -183,6 +183,9 @@ const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* even
             case PythonKind::thread:
                 info.number = find_member(payload, "tid");
                 break;
+            case PythonKind::process:
+                info.name = find_member(payload, "command"); // absent in older traces
+                break;
             case PythonKind::native_entry:
             case PythonKind::native_exit:
                 info.addr = find_member(payload, "addr");

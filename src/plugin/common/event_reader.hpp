@@ -50,8 +50,9 @@ struct PythonEvent {
     std::uint64_t stream = 0;   // the reader's index of the event's stream
     std::uint64_t id = 0;       // code id (code, call, return, line)
     std::uint64_t number = 0;   // line (line), first_line (code), tid (thread)
-    std::string_view name;      // call, c_call: name; code: qualname; thread: name; syscall_entry:
-                                // the system call's name ("syscall_N" for an unknown number)
+    std::string_view name;      // call, c_call: name; code: qualname; thread: name; process: the
+                                // command line (empty in older traces); syscall_entry: the
+                                // system call's name ("syscall_N" for an unknown number)
     std::int64_t next_tid = -1; // sched_switch: the thread switched to (-1: unknown)
     std::string_view owner;     // c_call: owner; code: module
     std::string_view file;      // code: file

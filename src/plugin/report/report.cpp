@@ -136,7 +136,8 @@ private:
     // name: what an error says when --pid/--tid select nothing, and the processes' titles.
     std::map<std::int64_t, std::set<std::int64_t>> m_seen;
     std::map<std::int64_t, std::string> m_procnames;
-    std::map<std::int64_t, std::string> m_scripts; // the file of its first __main__ code
+    std::map<std::int64_t, std::string> m_scripts;  // the file of its first __main__ code
+    std::map<std::int64_t, std::string> m_commands; // its python:process's command line
     analysis::ThreadKey m_last_seen{-1, -1};
     bool m_has_selected = false;
     MessageIteratorRef m_upstream;
@@ -366,6 +367,8 @@ void ReportSink::process(const bt_message* message)
         // python:code is not in the trace (a live reader attaches mid-session, a flight
         // recorder lost it) is named by its call event until a registration comes.
         EventReader::apply_names(m_model, m_event);
+        if (m_event.kind == PythonKind::process && !m_event.name.empty())
+            m_commands.try_emplace(m_event.key.pid, m_event.name);
         if (m_event.kind == PythonKind::code) {
             if (m_modules)
                 m_modules->on_code(m_event.id, m_event.owner);
@@ -488,7 +491,7 @@ void ReportSink::check_selection() const
 void ReportSink::write_report()
 {
     m_model.finish();
-    analysis::name_processes(m_model, m_procnames, m_scripts, m_options);
+    analysis::name_processes(m_model, m_commands, m_procnames, m_scripts, m_options);
     check_selection();
     const analysis::StreamNamer stream_name = [this](std::uint64_t index) {
         return m_reader.stream_name(index);
