@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <ctime>
 #include <new>
+#include <unordered_map>
 #include <vector>
 
 #include <pthread.h>
@@ -75,17 +76,90 @@ std::string module_of(PyFrameObject* frame)
     return module;
 }
 
+// The module of code that runs without a frame of its own: from Python 3.12 on,
+// Cython 3.1's profiled functions report their calls through sys.monitoring,
+// and the current frame is then their caller's. Cython records the file as the
+// path it compiled ("src/pkg/mod.pyx", from wherever it ran): the module is the
+// one of sys.modules whose dotted name ends with the most of that path's parts
+// ("pkg.mod"), else the file's stem. Remembered per file once found. Throws
+// std::bad_alloc.
+std::string module_of_file(const std::string& file)
+{
+    static std::unordered_map<std::string, std::string> found;
+    if (const auto it = found.find(file); it != found.end())
+        return it->second;
+    // The path's parts without the extension, the innermost first ("mod", "pkg", "src").
+    std::string path = file;
+    if (const std::size_t dot = path.rfind('.');
+        dot != std::string::npos && path.find('/', dot) == std::string::npos)
+        path.erase(dot);
+    std::vector<std::string> parts;
+    for (std::size_t end = path.size(); end > 0;) {
+        const std::size_t slash = path.rfind('/', end - 1);
+        const std::size_t begin = slash == std::string::npos ? 0 : slash + 1;
+        if (end > begin)
+            parts.push_back(path.substr(begin, end - begin));
+        end = slash == std::string::npos ? 0 : slash;
+    }
+    if (!parts.empty() && parts.front() == "__init__")
+        parts.erase(parts.begin());
+    if (parts.empty() || parts.front()[0] == '<')
+        return k_unknown;
+    std::string best = parts.front();
+    std::size_t best_shared = 0;
+    PyObject* modules = PySys_GetObject("modules"); // borrowed
+    PyObject* key = nullptr;
+    PyObject* value = nullptr;
+    Py_ssize_t position = 0;
+    while (modules != nullptr && PyDict_Check(modules) &&
+           PyDict_Next(modules, &position, &key, &value)) {
+        const char* name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+        if (name == nullptr) {
+            PyErr_Clear();
+            continue;
+        }
+        // How many of the path's innermost parts the name ends with, part for part.
+        const std::string_view dotted(name);
+        std::size_t shared = 0;
+        std::size_t end = dotted.size();
+        while (shared < parts.size() && end > 0) {
+            const std::size_t dot = dotted.rfind('.', end - 1);
+            const std::size_t begin = dot == std::string_view::npos ? 0 : dot + 1;
+            if (dotted.substr(begin, end - begin) != parts[shared])
+                break;
+            ++shared;
+            end = dot == std::string_view::npos ? 0 : dot;
+        }
+        if (shared > best_shared && (end == 0 || shared == parts.size())) {
+            best_shared = shared;
+            best = name;
+        }
+    }
+    if (best_shared > 0)
+        found.emplace(file, best);
+    return best;
+}
+
 // Registers a code object: assigns its id, decides whether it is traced,
 // emits python:code. nullptr only when memory runs out.
 CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
 {
     compat::SavedError saved;
     try {
-        CodeInfo& info = g.registry->add(module_of(frame != nullptr ? frame : PyEval_GetFrame()),
-                                         utf8_or_unknown(compat::code_qualname(code)),
-                                         utf8_or_unknown(code->co_filename),
-                                         static_cast<std::uint32_t>(code->co_firstlineno), false,
-                                         utf8_or_unknown(code->co_name));
+        std::string file = utf8_or_unknown(code->co_filename);
+        std::string module;
+        if (frame == nullptr)
+            frame = PyEval_GetFrame(); // borrowed
+        PyCodeObject* frame_code = frame != nullptr ? PyFrame_GetCode(frame) : nullptr;
+        Py_XDECREF(frame_code); // only compared
+        if (frame_code != nullptr && frame_code != code)
+            module = module_of_file(file); // not the frame of this code (see module_of_file)
+        else
+            module = module_of(frame);
+        CodeInfo& info =
+            g.registry->add(std::move(module), utf8_or_unknown(compat::code_qualname(code)),
+                            std::move(file), static_cast<std::uint32_t>(code->co_firstlineno),
+                            false, utf8_or_unknown(code->co_name));
         decide(info);
         compat::set_code_extra(code, g.extra_index, &info);
         return &info;
