@@ -32,6 +32,7 @@ _TSDL_TOKEN = re.compile(
     rb"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|(/\*|\"|')|([{}])", re.S)
 _TSDL_CLOCK = re.compile(rb"\bclock\s*\{([^{}]*)\}")
 _TSDL_COMMENT = re.compile(rb"/\*.*?\*/", re.S)
+_TSDL_STREAM = re.compile(rb"\bstream\s*\{")
 
 
 class CtfError(Exception):
@@ -156,9 +157,15 @@ def check_metadata(path: str) -> Metadata:
     CtfError naming what is wrong."""
     metadata = read_metadata(path)
     if metadata.version == "2":
-        _check_json_sequence(path, metadata.text)
+        declares_streams = "data-stream-class" in _check_json_sequence(path, metadata.text)
     else:
         _check_tsdl(path, metadata.text)
+        declares_streams = _TSDL_STREAM.search(_TSDL_COMMENT.sub(b"", metadata.text)) is not None
+    if not declares_streams:
+        # Whole packets, cut before the streams (LTTng may write a first packet with no
+        # declaration at all): babeltrace2 would blame a data stream file.
+        raise CtfError(f"damaged trace (truncated?): the metadata of {path} declares no data "
+                       "stream (it ends before its stream declarations)")
     for clock in metadata.clocks():
         if clock.frequency <= 0:
             raise CtfError(f"damaged trace: the metadata of {path} declares a clock without a "
@@ -217,7 +224,9 @@ def _check_tsdl(path: str, text: bytes) -> None:
                        "declaration (unclosed '{')")
 
 
-def _check_json_sequence(path: str, text: bytes) -> None:
+def _check_json_sequence(path: str, text: bytes) -> set:
+    """The types of the fragments, once each is checked."""
+    types = set()
     parts = text.split(_RECORD_SEPARATOR)[1:]
     for number, part in enumerate(parts, 1):
         try:
@@ -234,3 +243,5 @@ def _check_json_sequence(path: str, text: bytes) -> None:
         if number == 1 and (fragment["type"] != "preamble" or fragment.get("version") != 2):
             raise CtfError(f"unsupported trace: the metadata of {path} does not start with a "
                            "CTF 2 preamble (version 2)")
+        types.add(fragment["type"])
+    return types

@@ -121,6 +121,7 @@ def test_tsdl_clock_is_read_with_inline_or_split_offsets(tmp_path):
                            (b"offset = 1795468570710625086;", 1795468570_710625086)]:
         path = tmp_path / "metadata"
         path.write_bytes(b'/* CTF 1.8 */\ntrace { major = 1; minor = 8; };\nclock {\n'
-                         b'\tname = "monotonic";\n\tfreq = 1000000000;\n\t' + body + b"\n};\n")
+                         b'\tname = "monotonic";\n\tfreq = 1000000000;\n\t' + body + b"\n};\n"
+                         b"stream { id = 0; };\n")
         (clock,) = ctf.check_metadata(str(path)).clocks()
         assert clock.offset_ns() == expected

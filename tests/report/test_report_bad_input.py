@@ -93,23 +93,40 @@ def test_truncated_metadata_is_caught_before_babeltrace2(foo_bar_baz, tmp_path, 
 
 def test_metadata_cut_at_a_packet_boundary(foo_bar_baz_ctf18, tmp_path):
     """Whole packets (whole lines, for plain text metadata), but the declarations stop in
-    the middle."""
+    the middle, inside the stream's."""
     trace = copy_trace(foo_bar_baz_ctf18.path, tmp_path / "t")
     metadata = metadata_of(trace)
     data = metadata.read_bytes()
+    text = packet_contents(data)
+    cut = text[:text.index(b"\n", text.index(b"stream {")) + 1]
     if is_packetized(data):
-        packet_bits = struct.unpack_from("<I", data, 28)[0]
-        if len(data) <= packet_bits // 8:
-            pytest.fail("the metadata holds a single packet: cannot cut it at a packet boundary")
-        end = packet_bits // 8
-    else:
-        end = data.index(b"\n", data.index(b"stream {")) + 1
-    metadata.write_bytes(data[:end])
-    # Where the first packet ends depends on the provider's declarations: in one, or
-    # in a string of one (python:code's fields).
+        # Where LTTng ends its packets depends on when it flushes: the cut text goes in
+        # packets of its own (the first of LTTng's headers, with their sizes), two of them.
+        header = bytearray(data[:37])
+        packets = b""
+        for part in (cut[:len(cut) // 2], cut[len(cut) // 2:]):
+            struct.pack_into("<II", header, 24, (37 + len(part)) * 8, (37 + len(part)) * 8)
+            packets += bytes(header) + part
+        cut = packets
+    metadata.write_bytes(cut)
     message = fails(trace)
-    assert "damaged trace" in message
-    assert "ends inside a declaration" in message or "ends in an unclosed comment or string" in message
+    assert "damaged trace" in message and "ends inside a declaration" in message
+
+
+def test_metadata_of_empty_packets_declares_no_stream(foo_bar_baz_ctf18, tmp_path):
+    """LTTng's metadata switch timer may write a first packet with no declaration: cut
+    there, the metadata is whole packets that declare nothing."""
+    trace = copy_trace(foo_bar_baz_ctf18.path, tmp_path / "t")
+    metadata = metadata_of(trace)
+    data = metadata.read_bytes()
+    if not is_packetized(data):
+        pytest.skip("this LTTng writes CTF 1.8 metadata as plain text: no packets to empty")
+    header = bytearray(data[:37])
+    struct.pack_into("<II", header, 24, 37 * 8, 4096 * 8)
+    metadata.write_bytes(bytes(header) + bytes(4096 - 37))
+    message = fails(trace)
+    assert "damaged trace" in message and "declares no data stream" in message
+    assert str(metadata) in message
 
 
 def test_truncated_text_metadata(foo_bar_baz_ctf18, tmp_path):

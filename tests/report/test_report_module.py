@@ -125,7 +125,7 @@ def test_error_summaries():
 
 
 def test_big_endian_packetized_metadata(tmp_path):
-    text = b"/* CTF 1.8 */\ntrace { major = 1; minor = 8; };\n"
+    text = b"/* CTF 1.8 */\ntrace { major = 1; minor = 8; };\nstream { id = 0; };\n"
     header = ">I16sIII5B"
     size = 37 + len(text)
     packet = struct.pack(header, 0x75D11D57, bytes(16), 0, size * 8, 128 * 8, 0, 0, 0, 1, 8)
