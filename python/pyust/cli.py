@@ -269,7 +269,7 @@ def _run_main(argv: list) -> int:
         try:
             if output and not (relay or shm_path or args.snapshot or args.native or recorder
                                or (knows_formats and not trace_format)):
-                # The usual case, in one lttng command.
+                # The usual case: one `lttng load` (and the metadata timer, the start).
                 session = lttng.Session.create_started(name, output, config, trace_format)
                 started = session is not None
             if session is None:
@@ -281,6 +281,7 @@ def _run_main(argv: list) -> int:
             _destroy_if_ours(name, output, generated=args.name is None)
             raise
         if not started:
+            session.set_metadata_timer()
             session.enable_python(config)
             if args.native:
                 session.enable_native(config)
