@@ -90,14 +90,21 @@ std::string printable_utf8(std::string_view text)
     std::string valid;
     for (std::size_t i = 0; i < text.size();) {
         const auto byte = static_cast<unsigned char>(text[i]);
-        const std::size_t length = byte < 0x80           ? 1
-                                   : (byte >> 5) == 0x6  ? 2
-                                   : (byte >> 4) == 0xe  ? 3
-                                   : (byte >> 3) == 0x1e ? 4
-                                                         : 0;
+        // RFC 3629: no overlong form (C0, C1; E0 80..9F; F0 80..8F), no surrogate
+        // (ED A0..BF), nothing past U+10FFFF (F4 90..; F5..FF).
+        const std::size_t length = byte < 0x80                   ? 1
+                                   : byte >= 0xc2 && byte < 0xe0 ? 2
+                                   : byte >= 0xe0 && byte < 0xf0 ? 3
+                                   : byte >= 0xf0 && byte < 0xf5 ? 4
+                                                                 : 0;
         bool is_valid = length != 0 && i + length <= text.size();
         for (std::size_t k = 1; is_valid && k < length; ++k)
             is_valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+        if (is_valid && length > 2) {
+            const auto second = static_cast<unsigned char>(text[i + 1]);
+            is_valid = !(byte == 0xe0 && second < 0xa0) && !(byte == 0xed && second >= 0xa0) &&
+                       !(byte == 0xf0 && second < 0x90) && !(byte == 0xf4 && second >= 0x90);
+        }
         if (is_valid) {
             valid.append(text, i, length);
             i += length;

@@ -86,3 +86,35 @@ TEST_CASE("incomplete parts are listed per thread with their times")
           "  stream cpu0: events discarded by the tracer (2), from 0.000000007 to "
           "0.000000008\n");
 }
+
+TEST_CASE("processes are titled by their command lines, program by its base name")
+{
+    StackModel model = two_calls();
+    model.finish();
+    ReportOptions options;
+    name_processes(model, {{7, "/usr/bin/python3 app.py 'two words'"}}, {{7, "python3"}}, {},
+                   options);
+    CHECK(process_title(options, 7) == "pid 7 (python3 app.py 'two words')");
+    // Without a command line (older traces): the command name.
+    ReportOptions old;
+    name_processes(model, {}, {{7, "python3"}}, {}, old);
+    CHECK(process_title(old, 7) == "pid 7 (python3)");
+}
+
+TEST_CASE("a title is valid UTF-8 whatever the trace holds")
+{
+    StackModel model = two_calls();
+    model.finish();
+    ReportOptions options;
+    // Overlong forms, a surrogate, past U+10FFFF, a stray continuation byte; then valid é, €.
+    name_processes(
+        model,
+        {{7, "p \xe0\x9c\x97 \xc1\x81 \xed\xa0\x80 \xf4\x90\x80\x80 \x80 \xc3\xa9\xe2\x82\xac"}},
+        {}, {}, options);
+    CHECK(process_title(options, 7) == "pid 7 (p \\xe0\\x9c\\x97 \\xc1\\x81 \\xed\\xa0\\x80 "
+                                       "\\xf4\\x90\\x80\\x80 \\x80 \xc3\xa9\xe2\x82\xac)");
+    // A command line longer than a title holds is cut, never inside a character.
+    name_processes(model, {{7, "python3 " + std::string(151, 'x') + "\xc3\xa9\xc3\xa9"}}, {}, {},
+                   options);
+    CHECK(process_title(options, 7) == "pid 7 (python3 " + std::string(151, 'x') + "...)");
+}
