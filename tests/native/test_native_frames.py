@@ -159,9 +159,41 @@ def test_plain_c_extension(tmp_path, examples):
     assert "__main__:<module>;__main__:outer;square_sum;square" in stacks, stacks
 
 
+# A reference run: which of foo3's functions the interpreter hook pyust uses sees, when
+# nothing else traces: sys.monitoring's PY_START from 3.12 on, sys.setprofile before.
+PROFILED_NAMES = """\
+import sys
+sys.path.insert(0, sys.argv[1])
+import foo3
+seen = set()
+if hasattr(sys, "monitoring"):
+    events = sys.monitoring.events
+    sys.monitoring.use_tool_id(4, "reference")
+    sys.monitoring.register_callback(4, events.PY_START,
+                                     lambda code, offset: seen.add(code.co_name))
+    sys.monitoring.set_events(4, events.PY_START)
+    foo3.outer(3)
+    sys.monitoring.set_events(4, 0)
+else:
+    sys.setprofile(lambda frame, event, arg:
+                   seen.add(frame.f_code.co_name) if event == "call" else None)
+    foo3.outer(3)
+    sys.setprofile(None)
+print(" ".join(sorted(seen)))
+"""
+
+
 @pytest.mark.needs("foo3")
 def test_profiled_cython_reaches_the_hook_as_python_frames(tmp_path, examples):
-    # profile=True and CYTHON_TRACE: Python frames through pyust's hook, no --native needed.
+    # profile=True and CYTHON_TRACE: Python frames through pyust's hook, no --native needed,
+    # where this Cython reports them to that hook: on Python 3.12+, Cython 3.0 reports to
+    # sys.setprofile's functions only, 3.1 to sys.monitoring (which pyust uses there).
+    reference = subprocess.run([PYTHON, "-c", PROFILED_NAMES, str(examples)], env=child_env(),
+                               capture_output=True, text=True, timeout=60)
+    assert reference.returncode == 0, reference.stderr
+    if "outer" not in reference.stdout.split():
+        pytest.skip("this Cython does not report profile=True functions to sys.monitoring (pyust's "
+                    f"hook on this Python): a reference run saw only {reference.stdout.split()}")
     stdout, stacks = run_program(tmp_path, examples, "foo3", "foo3.outer(3)")
     assert stdout == "6"
     assert "__main__:<module>;__main__:outer;foo3:outer;foo3:inner" in stacks, stacks
