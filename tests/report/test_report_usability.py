@@ -4,6 +4,7 @@ Chrome JSON that a viewer loads."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -49,13 +50,23 @@ def test_closed_pipe_ends_the_report_quietly(wide, format, sigpipe):
     """`pyust report TRACE | head -1`: no traceback, no error, babeltrace2 gone."""
     restore = sigpipe == "default"
     everything = {"tree": "--min-share", "chrome": "--max-size"}[format]
+    # A pipe of one page, read one byte at a time: the report surely outgrows what the
+    # reader took (an io buffer reads 8 KiB on 3.13, 128 KiB on 3.14, more than a
+    # default pipe holds, and the whole report could then be written before the close).
+    reader, writer = os.pipe()
+    fcntl.fcntl(writer, fcntl.F_SETPIPE_SZ, 4096)
     child = subprocess.Popen([PYTHON, "-m", "pyust", "report", "-f", format, everything, "0",
-                              wide.path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              wide.path], stdout=writer, stderr=subprocess.PIPE,
                              env=child_env(), restore_signals=restore,
                              preexec_fn=None if restore else
                              (lambda: signal.signal(signal.SIGPIPE, signal.SIG_IGN)))
-    assert child.stdout.readline()  # `head -1`
-    child.stdout.close()
+    os.close(writer)
+    line = b""
+    while not line.endswith(b"\n"):  # `head -1`
+        byte = os.read(reader, 1)
+        assert byte, f"the report ended before its first line: {line!r}"
+        line += byte
+    os.close(reader)
     stderr = child.stderr.read().decode()
     status = child.wait(timeout=120)
     assert stderr == ""
@@ -232,6 +243,7 @@ def test_huge_tree_is_pruned_by_default_with_a_note(sympy_trace):
 # ---------------------------------------------------------------- several processes
 
 FORK = """\
+import fcntl
 import json
 import os
 import re
