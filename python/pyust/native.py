@@ -46,9 +46,10 @@ CONTEXTS = ("vpid", "vtid", "procname", "ip")
 # traceback; its function type, its metaclass, the module's GC slots; Cython
 # 3.1 inlines the cache into __Pyx_AddTraceback). Excluding them keeps the
 # module's functions (__pyx_pw_..., __pyx_pf_..., __pyx_f_...) and leaves out
-# the plumbing. GCC matches each as a substring of a function's name.
-CYTHON_HELPERS = ("__Pyx_", "__pyx_find_code_object", "__pyx__find_code_object",
-                  "__pyx_insert_code_object", "__pyx__insert_code_object",
+# the plumbing (and the module object's creation, which runs before its code).
+# GCC matches each as a substring of a function's name.
+CYTHON_HELPERS = ("__Pyx_", "__pyx_pymod_create", "__pyx_find_code_object",
+                  "__pyx__find_code_object", "__pyx_insert_code_object", "__pyx__insert_code_object",
                   "__pyx_bisect_code_objects", "__pyx_CyFunction_",
                   "__pyx_CommonTypesMetaclass_", "__pyx_m_clear", "__pyx_m_traverse")
 

@@ -3,7 +3,7 @@
     python -m pyust report TRACE... [--format profile|tree|lines|folded|chrome|svg] [-o FILE]
            [--pid N] [--tid N] [--modules PREFIXES] [--min-duration D] [--from T] [--to T]
            [--sort calls|self|total|mean] [--limit N] [--min-share P] [--max-size MB]
-           [--merge-processes]
+           [--merge-processes] [--raw-names]
 
 The work is done by pyust's babeltrace2 plugin (src/plugin): this module checks the
 arguments and the traces, then runs
@@ -75,6 +75,11 @@ what the defaults leave out, each time with a last line saying so:
 Several processes in one trace: profile writes a table per process (--merge-processes:
 one, by function), folded starts each stack with its process, and every format names
 processes by their command name and script, e.g. "pid 412 (python3 /srv/app.py)".
+
+Native frames (run --native) read as their Python or C++ names: Cython's functions
+as module.function (its wrapper, implementation and C function of one Python
+function in one frame), C++ demangled, GCC's .cold/.part/.constprop pieces after
+their function; --raw-names keeps the symbols.
 
 durations (--min-duration): 250ns, 10us, 2ms, 1.5s; a bare number is ns.
 times (--from, --to), on the trace's clock:
@@ -280,6 +285,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="profile: one table for every process, functions merged by name "
                              "and place (default: a table per process); folded: stacks "
                              "without their process")
+    parser.add_argument("--raw-names", action="store_true",
+                        help="native frames (run --native) by their symbols as the binary "
+                             "names them (__pyx_pw_3nat_1run, _ZN2ns3runEv, run.cold) "
+                             "instead of readable names (nat.run, ns::run(), run)")
     parser.add_argument("--from", dest="begin", metavar="T",
                         help="only the part of the trace from time T (see times below)")
     parser.add_argument("--to", dest="end", metavar="T",
@@ -568,6 +577,8 @@ def _params(args: argparse.Namespace, metadata_dirs: list, output) -> dict:
         raise UsageError("--max-size is for the chrome format")
     if args.merge_processes:
         params["merge-processes"] = True
+    if args.raw_names:
+        params["raw-names"] = True
 
     start = []
 

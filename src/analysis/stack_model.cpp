@@ -1,6 +1,8 @@
 // The stack-rebuilding core (see stack_model.hpp).
 #include "stack_model.hpp"
 
+#include "native_names.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -291,7 +293,8 @@ FrameId StackModel::native_id(std::int64_t pid, std::uint64_t address, std::stri
     std::string label;
     if (!func.empty()) {
         const std::size_t plus = func.rfind('+');
-        label.assign(func.substr(0, plus == 0 ? func.size() : plus));
+        const std::string_view symbol = func.substr(0, plus == 0 ? func.size() : plus);
+        label = m_raw_native_names ? std::string(symbol) : readable_native_name(symbol);
     } else if (!bin.empty()) {
         label.assign(bin);
     } else {
@@ -300,10 +303,30 @@ FrameId StackModel::native_id(std::int64_t pid, std::uint64_t address, std::stri
         label.assign(text);
     }
     label = printable(label);
-    if (is_new) {
+    if (func.empty()) { // a new unresolved address: a function of its own until resolved
         m_native_labels.push_back(std::move(label));
-        m_native_resolved.push_back(!func.empty());
+        m_native_resolved.push_back(false);
+        return FrameId{it->second, true, true};
+    }
+    // One function per name in a binary: the pieces and clones of a C function, Cython's
+    // wrapper and implementation of one Python function.
+    const std::size_t bin_end = std::min(bin.find('+'), bin.find('@'));
+    std::string name_key = std::to_string(pid);
+    name_key.push_back('\0');
+    name_key.append(bin.substr(0, bin_end));
+    name_key.push_back('\0');
+    name_key.append(label);
+    const auto [named, is_new_name] = m_native_by_name.try_emplace(std::move(name_key), it->second);
+    if (is_new) {
+        if (is_new_name) {
+            m_native_labels.push_back(std::move(label));
+            m_native_resolved.push_back(true);
+        } else {
+            it->second = named->second;
+        }
     } else {
+        // First seen unresolved: renamed in place, so that the frames and nodes made so far
+        // read the name too (such a function stays apart from another of the same name).
         m_native_labels[it->second] = std::move(label);
         m_native_resolved[it->second] = true;
     }
@@ -313,7 +336,19 @@ FrameId StackModel::native_id(std::int64_t pid, std::uint64_t address, std::stri
 void StackModel::on_native_entry(Thread& thread, std::uint64_t address, std::string_view func,
                                  std::string_view bin)
 {
-    push(thread, native_id(thread.m_key.pid, address, func, bin));
+    const FrameId id = native_id(thread.m_key.pid, address, func, bin);
+    if (!thread.m_frames.empty()) {
+        Frame& top = thread.m_frames.back();
+        // Another function of the same name, called directly (not the same one again: that is
+        // a recursive call, a frame of its own).
+        if (top.id == id && address != top.native_address && address != top.merged_address) {
+            ++top.merged;
+            top.merged_address = address;
+            return;
+        }
+    }
+    push(thread, id);
+    thread.m_frames.back().native_address = address;
 }
 
 void StackModel::on_native_exit(Thread& thread, std::uint64_t address, bool has_address)
@@ -329,6 +364,17 @@ void StackModel::on_native_exit(Thread& thread, std::uint64_t address, bool has_
     }
     if (index == 0) {
         note(thread, GapKind::unmatched_return, thread.m_first_ts, ts, 1);
+        return;
+    }
+    Frame& frame = thread.m_frames[index - 1];
+    if (frame.merged > 0 && (!has_address || address != frame.native_address)) {
+        // A merged call ends: the frame stays open. Frames above it lost their exits.
+        if (index < thread.m_frames.size())
+            pop_to(thread, index + 1, ts);
+        Frame& merged_into = thread.m_frames[index - 1];
+        --merged_into.merged;
+        if (merged_into.merged == 0)
+            merged_into.merged_address = 0;
         return;
     }
     pop_to(thread, index, ts);

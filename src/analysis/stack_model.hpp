@@ -119,6 +119,12 @@ struct Frame {
     std::uint32_t node = 0; // its node in the thread's calling context tree
     std::uint32_t line = 0; // the line running now (0: none seen yet)
     Timestamp line_begin = 0;
+    // Native frames: the address of the function that opened it, and the calls merged into it
+    // (functions of the same readable name called from it directly: Cython's wrapper calling
+    // its implementation), with the address of the last one merged.
+    std::uint64_t native_address = 0;
+    std::uint64_t merged_address = 0;
+    std::uint32_t merged = 0;
 };
 
 // A node of a thread's calling context tree: one call path, aggregated over every call.
@@ -309,17 +315,24 @@ public:
     // closes (unmatched_return).
     void on_c_return(Thread& thread);
 
+    // Native frames are named by readable_native_name() (native_names.hpp) unless raw is set:
+    // then by their symbols. Call before the first event. noexcept.
+    void set_raw_native_names(bool raw) noexcept { m_raw_native_names = raw; }
+
     // lttng_ust_cyg_profile(_fast):func_entry: a native function starts, at address in the
     // thread's process. func and bin are what flt.lttng-utils.debug-info says of it (its
     // debug_info `func`, "name+offset", and `bin`, "file.so+offset"; empty when unknown): the
-    // frame is named func without its offset, else bin, else the address (0x...). A later event
-    // that resolves a function first seen unresolved renames it.
+    // frame is named after func without its offset, else bin, else the address (0x...). A
+    // later event that resolves a function first seen unresolved renames it. Functions of one
+    // binary that have the same name are one function (FrameId); when one calls another of
+    // them directly (Cython's wrapper, implementation and C function of one Python function,
+    // "nat.cy_entry"), the call is merged into the caller's frame instead of opening one.
     void on_native_entry(Thread& thread, std::uint64_t address, std::string_view func,
                          std::string_view bin);
 
     // func_exit of the function at address (has_address false when the event does not say which
     // function returns: the fast variant without the ip context): closes its innermost open
-    // frame, and the frames above it (mismatched_return: their exits were lost); when it is not
+    // frame (or ends a call merged into it), and the frames above it (mismatched_return: their exits were lost); when it is not
     // open, nothing closes (unmatched_return: its entry was lost, or came before the trace).
     // Without an address, closes the innermost frame if it is native.
     void on_native_exit(Thread& thread, std::uint64_t address, bool has_address);
@@ -431,6 +444,9 @@ private:
     std::unordered_map<NativeKey, std::uint64_t, NativeKeyHash> m_native_index;
     std::vector<std::string> m_native_labels;
     std::vector<bool> m_native_resolved; // named by debug-info's func (not a fallback)
+    // pid, binary and name of the resolved native functions -> their index
+    std::unordered_map<std::string, std::uint64_t> m_native_by_name;
+    bool m_raw_native_names = false;
     std::vector<std::string> m_kernel_labels{"[off-cpu]"}; // index 0: off_cpu_frame
     std::unordered_map<std::string, std::uint64_t> m_kernel_index;
     std::unordered_map<ThreadKey, std::unique_ptr<Thread>, ThreadKeyHash> m_threads;

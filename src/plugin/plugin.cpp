@@ -26,6 +26,9 @@ BT_PLUGIN_FILTER_COMPONENT_CLASS(stacks, pyust::plugin::stacks::iterator_next);
 BT_PLUGIN_FILTER_COMPONENT_CLASS_DESCRIPTION(
     stacks, "Forward every message; follow each python:* event with a pyust:stack event "
             "carrying its thread's depth and frames");
+BT_PLUGIN_FILTER_COMPONENT_CLASS_HELP(
+    stacks, "Parameter: raw-names=yes|no (native frames by their symbols instead of readable "
+            "names; default no)");
 BT_PLUGIN_FILTER_COMPONENT_CLASS_INITIALIZE_METHOD(stacks, pyust::plugin::stacks::initialize);
 #if PYUST_BT_HAS_MIP1
 BT_PLUGIN_FILTER_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(
@@ -65,7 +68,8 @@ BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
             "output=PATH (default stdout), pid=N, tid=N (matching nothing is an error), "
             "begin=NS, end=NS, min-duration=NS, modules=PREFIXES, sort=self|total|calls|mean, "
             "limit=N (profile, lines rows; default 0: all), min-share=\"PERCENT\" (tree), "
-            "max-size=BYTES (chrome), merge-processes=yes|no (profile, folded)");
+            "max-size=BYTES (chrome), merge-processes=yes|no (profile, folded), "
+            "raw-names=yes|no (native frames by their symbols)");
 BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, pyust::plugin::report::initialize);
 #if PYUST_BT_HAS_MIP1
 BT_PLUGIN_SINK_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(

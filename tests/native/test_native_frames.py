@@ -19,8 +19,11 @@ from pathlib import Path
 import pytest
 from lttng_harness import PYTHON, child_env, folded, run_pyust
 
-CHAIN = ("__main__:<module>;__main__:outer;__pyx_pw_4foo2_1outer;__pyx_pf_4foo2_outer;"
-         "__pyx_f_4foo2_inner;helper_c")
+# Cython's functions by the Python names they implement: outer's wrapper and implementation
+# (__pyx_pw_4foo2_1outer, __pyx_pf_4foo2_outer) are one frame.
+CHAIN = "__main__:<module>;__main__:outer;foo2.outer;foo2.inner;helper_c"
+RAW_CHAIN = ("__main__:<module>;__main__:outer;__pyx_pw_4foo2_1outer;__pyx_pf_4foo2_outer;"
+             "__pyx_f_4foo2_inner;helper_c")
 
 PROGRAM = """\
 import os, sys
@@ -37,10 +40,10 @@ print(outer({out_file!r}, {count}))
 """
 
 
-def report(trace: Path, pid: int, fmt: str) -> subprocess.CompletedProcess:
+def report(trace: Path, pid: int, fmt: str, *options: str) -> subprocess.CompletedProcess:
     """`pyust report`, which puts babeltrace2's debug-info filter in front of
     its sink when the trace holds native frames."""
-    return run_pyust(["report", str(trace), "--pid", str(pid), "--format", fmt])
+    return run_pyust(["report", str(trace), "--pid", str(pid), "--format", fmt, *options])
 
 
 def run_native(tmp_path: Path, examples: Path, count: int, *options: str):
@@ -76,7 +79,8 @@ def test_cflags_exclude_the_python_headers(examples):
     assert not [name for name, n in calls.items() if n and re.match(r"_?Py(?!Init_)|__Pyx", name)]
     # Nor Cython's runtime named like the module's functions: the code-object cache that
     # every traceback goes through, its function type, its metaclass.
-    helpers = r"__pyx_(_?find_code_object|_?insert_code_object|bisect|CyFunction|CommonTypes)"
+    helpers = (r"__pyx_(_?find_code_object|_?insert_code_object|bisect|CyFunction|CommonTypes|"
+               r"pymod_create)")
     assert not [name for name, n in calls.items() if n and re.match(helpers, name)]
 
 
@@ -115,6 +119,13 @@ def test_python_cython_and_c_frames_in_one_stack(tmp_path, examples):
     stacks = folded(out.stdout)
     assert CHAIN in stacks, out.stdout
     assert all(ns > 0 for stack, ns in stacks.items() if stack.startswith(CHAIN))
+    assert not [stack for stack in stacks if re.search(r"__pyx_(pw|pf|f)_", stack)], out.stdout
+    raw = report(trace, pid, "folded", "--raw-names")
+    assert raw.returncode == 0, raw.stderr
+    raw_stacks = folded(raw.stdout)
+    assert RAW_CHAIN in raw_stacks, raw.stdout
+    # The same time, named two ways.
+    assert sum(raw_stacks.values()) == sum(stacks.values())
 
     # Durations nest: each frame of the chain lies within the one below it.
     out = report(trace, pid, "chrome")
@@ -214,9 +225,9 @@ def test_lost_native_events_leave_the_python_stack_right(tmp_path, examples):
     assert "__main__:<module>;__main__:outer" in stacks, out.stdout
     # Every native frame sits on the Python frames that called it, whatever was lost.
     for stack in stacks:
-        if "__pyx" in stack or "helper_c" in stack:
+        if "foo2." in stack or "helper_c" in stack:
             assert stack.startswith("__main__:<module>;__main__:outer;") or \
-                "PyInit_foo2" in stack or "pymod" in stack, stack
+                "PyInit_foo2" in stack or "foo2.<module>" in stack, stack
     assert "events discarded by the tracer" in out.stderr
 
 

@@ -322,7 +322,7 @@ TEST_CASE("native frames nest inside Python frames, named by debug-info or their
     f.model.on_native_entry(f.at(20), 0x7f0000002000, "", "foo2.so+0x2000");
     f.model.on_native_entry(f.at(30), 0x7f0000003000, "", "");
     CHECK(stack_labels(f.model, f.thread()) ==
-          std::vector<std::string>{"__main__:<module>", "__pyx_pf_4foo2_outer", "foo2.so+0x2000",
+          std::vector<std::string>{"__main__:<module>", "foo2.outer", "foo2.so+0x2000",
                                    "0x7f0000003000"});
     f.model.on_native_exit(f.at(40), 0x7f0000003000, true);
     f.model.on_native_exit(f.at(50), 0x7f0000002000, true);
@@ -331,7 +331,7 @@ TEST_CASE("native frames nest inside Python frames, named by debug-info or their
     f.ret(70, main_id);
     f.model.finish();
     CHECK(f.tree() ==
-          std::vector<std::string>{"__main__:<module> 1 70 20", "  __pyx_pf_4foo2_outer 1 50 20",
+          std::vector<std::string>{"__main__:<module> 1 70 20", "  foo2.outer 1 50 20",
                                    "    foo2.so+0x2000 1 30 20", "      0x7f0000003000 1 10 10"});
     REQUIRE(f.thread().gaps().size() == 1);
     CHECK(f.thread().gaps()[0].kind == GapKind::unmatched_return);
@@ -355,6 +355,61 @@ TEST_CASE("lost native exits close at the exit of a caller; lost entries are gap
     CHECK(f.thread().gaps()[0].kind == GapKind::mismatched_return);
     CHECK(f.thread().gaps()[0].count == 2);
     CHECK(f.thread().gaps()[1].kind == GapKind::unmatched_return);
+}
+
+TEST_CASE("Cython's wrapper, implementation and C function of one Python function: one frame")
+{
+    Feeder f;
+    f.call(0, main_id);
+    // nat.cy_entry (pw -> pf -> f of a cpdef function) calls nat.cy_inner, which recurses once.
+    f.model.on_native_entry(f.at(10), 0x1000, "__pyx_pw_3nat_1cy_entry+0", "nat.so+0x1000");
+    f.model.on_native_entry(f.at(11), 0x2000, "__pyx_pf_3nat_cy_entry+0", "nat.so+0x2000");
+    f.model.on_native_entry(f.at(12), 0x3000, "__pyx_f_3nat_cy_entry+0", "nat.so+0x3000");
+    f.model.on_native_entry(f.at(20), 0x4000, "__pyx_f_3nat_cy_inner.constprop.0+0",
+                            "nat.so+0x4000");
+    f.model.on_native_entry(f.at(25), 0x4000, "__pyx_f_3nat_cy_inner.constprop.0+0",
+                            "nat.so+0x4000");
+    CHECK(stack_labels(f.model, f.thread()) ==
+          std::vector<std::string>{"__main__:<module>", "nat.cy_entry", "nat.cy_inner",
+                                   "nat.cy_inner"});
+    f.model.on_native_exit(f.at(30), 0x4000, true);
+    f.model.on_native_exit(f.at(40), 0x4000, true);
+    f.model.on_native_exit(f.at(50), 0x3000, true);
+    f.model.on_native_exit(f.at(51), 0x2000, true);
+    CHECK(f.thread().depth() == 2); // the wrapper's frame is still open
+    f.model.on_native_exit(f.at(60), 0x1000, true);
+    f.ret(70, main_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{"__main__:<module> 1 70 20",
+                                               "  nat.cy_entry 1 50 30",
+                                               "    nat.cy_inner 1 20 15",
+                                               "      nat.cy_inner 1 5 5"});
+    CHECK(f.thread().gaps().empty());
+}
+
+TEST_CASE("a merged call whose exit is lost ends with its frame; raw names merge nothing")
+{
+    Feeder f;
+    f.model.on_native_entry(f.at(10), 0x1000, "__pyx_pw_3nat_1run+0", "nat.so+0x1000");
+    f.model.on_native_entry(f.at(11), 0x2000, "__pyx_pf_3nat_run+0", "nat.so+0x2000");
+    f.model.on_native_exit(f.at(20), 0x1000, true); // the implementation's exit was lost
+    CHECK(f.thread().depth() == 0);
+
+    Feeder raw;
+    raw.model.set_raw_native_names(true);
+    raw.model.on_native_entry(raw.at(10), 0x1000, "__pyx_pw_3nat_1run+0", "nat.so+0x1000");
+    raw.model.on_native_entry(raw.at(11), 0x2000, "__pyx_pf_3nat_run+0", "nat.so+0x2000");
+    CHECK(stack_labels(raw.model, raw.thread()) ==
+          std::vector<std::string>{"__pyx_pw_3nat_1run", "__pyx_pf_3nat_run"});
+}
+
+TEST_CASE("functions of one name in two binaries stay two functions")
+{
+    Feeder f;
+    f.model.on_native_entry(f.at(10), 0x1000, "helper+0", "a.so+0x1000");
+    f.model.on_native_entry(f.at(20), 0x9000, "helper+0", "b.so+0x1000");
+    CHECK(f.thread().depth() == 2);
+    CHECK(!(f.thread().frames()[0].id == f.thread().frames()[1].id));
 }
 
 TEST_CASE("the same address in two processes is two functions; an exit without address")

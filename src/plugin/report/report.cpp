@@ -170,7 +170,7 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
 {
     check_known_params(params, {"format", "output", "pid", "tid", "begin", "end", "min-duration",
                                 "modules", "period", "count", "rows", "salvage", "sort", "limit",
-                                "min-share", "merge-processes", "max-size"});
+                                "min-share", "merge-processes", "max-size", "raw-names"});
     m_is_salvaging = bool_param(params, "salvage").value_or(false);
     if (const auto format = string_param(params, "format"))
         m_format = parse_format(*format);
@@ -221,6 +221,7 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
         m_options.min_share = percent / 100;
     }
     m_options.merge_processes = bool_param(params, "merge-processes").value_or(false);
+    m_model.set_raw_native_names(bool_param(params, "raw-names").value_or(false));
     m_min_duration = int_param(params, "min-duration").value_or(0);
     if (m_min_duration < 0)
         throw Error("bad parameter value: name=min-duration, value=" +

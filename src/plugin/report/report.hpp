@@ -16,6 +16,7 @@
 //   min-share     tree: a percentage, as a string ("0.5"): shorter call paths are left out
 //   max-size      chrome: bytes; frames that start after the output reached it are left out
 //   merge-processes  yes: one profile for every process; folded stacks without their process
+//   raw-names     yes: native frames by their symbols, not readable names (native_names.hpp)
 //   period        top: ns of wall time between tables (default 1 s); a live source that has
 //                 nothing new makes the graph call again after a pause, so tables keep coming
 //   count         top: stop (end the graph's sink) after this many tables (default: at the end)

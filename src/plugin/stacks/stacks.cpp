@@ -133,6 +133,7 @@ StacksIterator::StacksIterator(bt_self_message_iterator* self)
     : m_self(self), m_component(bt_self_message_iterator_borrow_component(self)),
       m_upstream(create_upstream(self))
 {
+    m_model.set_raw_native_names(bt_self_component_get_data(m_component) != nullptr);
 }
 
 StacksIterator::~StacksIterator()
@@ -387,7 +388,12 @@ bt_component_class_initialize_method_status initialize(bt_self_component_filter*
     return guard(cause, "Cannot initialize filter.pyust.stacks",
                  BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR,
                  BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR, [&] {
-                     check_known_params(params, {});
+                     check_known_params(params, {"raw-names"});
+                     // The component's data says raw-names=yes: no allocation to free.
+                     static bool raw_names = true;
+                     if (bool_param(params, "raw-names").value_or(false))
+                         bt_self_component_set_data(
+                             bt_self_component_filter_as_self_component(self), &raw_names);
                      add_filter_ports(self);
                      return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_OK;
                  });

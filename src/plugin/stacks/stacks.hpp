@@ -17,7 +17,8 @@
 
 namespace pyust::plugin::stacks {
 
-// Component initialization: one input port "in", one output port "out"; no parameter.
+// Component initialization: one input port "in", one output port "out". Parameter:
+// raw-names=yes names native frames by their symbols (src/analysis/native_names.hpp).
 bt_component_class_initialize_method_status
 initialize(bt_self_component_filter* self, bt_self_component_filter_configuration* configuration,
            const bt_value* params, void* data) noexcept;
