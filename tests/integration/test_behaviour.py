@@ -230,6 +230,36 @@ def test_another_profiler_started_later(session, make_program):
         assert len(result.stderr.splitlines()) == 1
 
 
+def test_a_tool_taking_pyusts_tool_id_after_stop_sees_every_event(make_program):
+    """sys.monitoring (3.12+): code that pyust's filter answered DISABLE stays disabled for
+    its tool id until someone restarts events; the next tool to take that id after
+    pyust.stop() must see every call, as on a fresh interpreter."""
+    if backend(PYTHON) != "monitoring":
+        pytest.skip(f"{PYTHON} has no sys.monitoring: pyust uses the profile hook there")
+    program = make_program("""\
+        import sys, pyust
+        M = sys.monitoring
+        def filtered_out():
+            pass
+        pyust.start(modules="nothing_here", dormant=False)
+        ids = [i for i in range(6) if M.get_tool(i) == "pyust"]
+        filtered_out()
+        filtered_out()
+        pyust.stop()
+        seen = []
+        M.use_tool_id(ids[0], "next tool")
+        M.register_callback(ids[0], M.events.PY_START,
+                            lambda code, offset: seen.append(code.co_name))
+        M.set_events(ids[0], M.events.PY_START)
+        filtered_out()
+        M.set_events(ids[0], 0)
+        print(len(ids), seen)
+        """)
+    result = run_plain([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "1 ['filtered_out']\n"
+
+
 def test_coverage_py_and_pyust_together(session, make_program, tmp_path):
     """coverage.py (Debian's, for Debian's interpreter) measures a program
     that pyust traces: both get what they need."""
