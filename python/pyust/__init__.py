@@ -21,7 +21,13 @@ import os
 import sys
 import threading
 
-from . import _greenlet
+# One line, not a traceback, on an interpreter pyust does not support: named after the
+# package, the error is what `python3.9 -m pyust` prints as the reason it cannot run.
+if sys.version_info < (3, 10):
+    raise ImportError("pyust supports CPython 3.10 to 3.15; this is %d.%d (3.9 and older are "
+                      "past their end of life)" % sys.version_info[:2], name=__name__)
+
+from . import _greenlet  # noqa: E402
 
 __all__ = [
     "TracerError",
