@@ -1,10 +1,11 @@
 """Builds the example extension modules of cyg_profile/examples for the
 interpreter that runs this script, into a directory:
 
-    PYTHON cyg_profile/build_examples.py OUTDIR [--cython CYTHON] [--cc CC]
+    PYTHON cyg_profile/build_examples.py OUTDIR [--cython CYTHON] [--cc CC] [--cxx CXX]
 
 - foo2: Cython (foo2.pyx) + C (helper.c), instrumented with pyust's cflags;
 - cext: a plain C extension, instrumented with pyust's cflags;
+- cppext: a C++ extension (cppext.cpp), instrumented with pyust's cflags;
 - foo3: Cython with profile=True and -DCYTHON_TRACE=1, not instrumented: its
   functions reach pyust's hook as Python frames.
 
@@ -74,14 +75,15 @@ def _link(cc: str, name: str, sources: list, out: Path, flags: list) -> Path:
     return target
 
 
-def build(out: Path, cython: str = "cython3", cc: str = "gcc") -> tuple:
-    """Builds the three modules into out, each on its own: ({name: path}, {name: error})."""
+def build(out: Path, cython: str = "cython3", cc: str = "gcc", cxx: str = "g++") -> tuple:
+    """Builds the four modules into out, each on its own: ({name: path}, {name: error})."""
     out.mkdir(parents=True, exist_ok=True)
     steps = {
         "foo2": lambda: _link(cc, "foo2", [_cythonize(cython, EXAMPLES / "foo2.pyx", out),
                                            EXAMPLES / "helper.c"], out,
                               native.cflags(cython=True)),
         "cext": lambda: _link(cc, "cext", [EXAMPLES / "cext.c"], out, native.cflags()),
+        "cppext": lambda: _link(cxx, "cppext", [EXAMPLES / "cppext.cpp"], out, native.cflags()),
         "foo3": lambda: _link(cc, "foo3",
                               [_cythonize(cython, EXAMPLES / "foo3.pyx", out, "profile=True")],
                               out, ["-DCYTHON_TRACE=1", "-g"]),
@@ -102,10 +104,12 @@ def main() -> int:
                         help="the cython command (default: cython3)")
     parser.add_argument("--cc", default=os.environ.get("CC", "gcc"),
                         help="the C compiler (default: $CC or gcc)")
+    parser.add_argument("--cxx", default=os.environ.get("CXX", "g++"),
+                        help="the C++ compiler (default: $CXX or g++)")
     parser.add_argument("--keep-going", action="store_true",
                         help="exit 0 even when a module fails (it is printed as FAILED)")
     args = parser.parse_args()
-    built, failed = build(Path(args.out), args.cython, args.cc)
+    built, failed = build(Path(args.out), args.cython, args.cc, args.cxx)
     for name, path in built.items():
         print(f"{name}: {path}")
     for name, error in failed.items():

@@ -91,7 +91,10 @@ def cflags(*, cython: bool = False, include_dirs: list | None = None) -> list:
     # unlikely paths to a FUNCTION.cold part elsewhere, and babeltrace2's debug-info then
     # names neither (Cython 3.1's functions under GCC 16: "module.so+0x6b20").
     flags.append("-fno-reorder-blocks-and-partition")
-    flags.append("-g")
+    # No -g: with DWARF, debug-info names a function by its DWARF name, which for C++ is the
+    # bare name without namespace, class or parameters ("norm" for geometry::norm(Vec const&),
+    # and overloads alike); from the symbol table it gives the mangled symbol, which pyust's
+    # report demangles. (-g would add the source line, `src`, to babeltrace2's dumps.)
     return flags
 
 

@@ -291,10 +291,13 @@ FrameId StackModel::native_id(std::int64_t pid, std::uint64_t address, std::stri
         return FrameId{it->second, true, true};
     // debug-info writes func as "name+offset" and bin as "file.so+offset" (or "@address").
     std::string label;
+    bool is_cython = false;
     if (!func.empty()) {
         const std::size_t plus = func.rfind('+');
         const std::string_view symbol = func.substr(0, plus == 0 ? func.size() : plus);
         label = m_raw_native_names ? std::string(symbol) : readable_native_name(symbol);
+        is_cython =
+            !m_raw_native_names && !cython_python_name(without_clone_suffix(symbol)).empty();
     } else if (!bin.empty()) {
         label.assign(bin);
     } else {
@@ -303,13 +306,19 @@ FrameId StackModel::native_id(std::int64_t pid, std::uint64_t address, std::stri
         label.assign(text);
     }
     label = printable(label);
-    if (func.empty()) { // a new unresolved address: a function of its own until resolved
-        m_native_labels.push_back(std::move(label));
-        m_native_resolved.push_back(false);
+    if (!is_cython) { // a function per address
+        if (is_new) {
+            m_native_labels.push_back(std::move(label));
+            m_native_resolved.push_back(!func.empty());
+        } else { // first seen unresolved: renamed, with the frames and nodes made so far
+            m_native_labels[it->second] = std::move(label);
+            m_native_resolved[it->second] = true;
+        }
         return FrameId{it->second, true, true};
     }
-    // One function per name in a binary: the pieces and clones of a C function, Cython's
-    // wrapper and implementation of one Python function.
+    // One function per Python name in a binary: Cython's wrapper, implementation and C
+    // function of one Python function. (Not other names: debug-info names a C++ function by
+    // its DWARF name when the binary has one, "norm" for every namesake and overload.)
     const std::size_t bin_end = std::min(bin.find('+'), bin.find('@'));
     std::string name_key = std::to_string(pid);
     name_key.push_back('\0');

@@ -323,10 +323,11 @@ public:
     // thread's process. func and bin are what flt.lttng-utils.debug-info says of it (its
     // debug_info `func`, "name+offset", and `bin`, "file.so+offset"; empty when unknown): the
     // frame is named after func without its offset, else bin, else the address (0x...). A
-    // later event that resolves a function first seen unresolved renames it. Functions of one
-    // binary that have the same name are one function (FrameId); when one calls another of
-    // them directly (Cython's wrapper, implementation and C function of one Python function,
-    // "nat.cy_entry"), the call is merged into the caller's frame instead of opening one.
+    // later event that resolves a function first seen unresolved renames it. Cython's
+    // functions of one Python name in one binary (its wrapper, implementation and C function
+    // of "nat.cy_entry") are one function (FrameId), and when one calls another of them
+    // directly, the call is merged into the caller's frame instead of opening one; every other
+    // native function is one per address.
     void on_native_entry(Thread& thread, std::uint64_t address, std::string_view func,
                          std::string_view bin);
 

@@ -403,13 +403,24 @@ TEST_CASE("a merged call whose exit is lost ends with its frame; raw names merge
           std::vector<std::string>{"__pyx_pw_3nat_1run", "__pyx_pf_3nat_run"});
 }
 
-TEST_CASE("functions of one name in two binaries stay two functions")
+TEST_CASE("only Cython's functions of one name in one binary are merged")
 {
     Feeder f;
-    f.model.on_native_entry(f.at(10), 0x1000, "helper+0", "a.so+0x1000");
-    f.model.on_native_entry(f.at(20), 0x9000, "helper+0", "b.so+0x1000");
+    // Namesakes in two binaries.
+    f.model.on_native_entry(f.at(10), 0x1000, "__pyx_pw_3nat_1run+0", "a.so+0x1000");
+    f.model.on_native_entry(f.at(20), 0x9000, "__pyx_pf_3nat_run+0", "b.so+0x1000");
     CHECK(f.thread().depth() == 2);
     CHECK(!(f.thread().frames()[0].id == f.thread().frames()[1].id));
+    // C++ functions that debug-info names by their DWARF name: "total_norm" for
+    // ::total_norm and geometry::total_norm; and a function calling its own clone.
+    f.model.on_native_entry(f.at(30), 0x2000, "total_norm+0", "b.so+0x2000");
+    f.model.on_native_entry(f.at(40), 0x3000, "total_norm+0", "b.so+0x3000");
+    f.model.on_native_entry(f.at(50), 0x4000, "helper.part.0+0", "b.so+0x4000");
+    f.model.on_native_entry(f.at(60), 0x5000, "helper+0", "b.so+0x5000");
+    CHECK(f.thread().depth() == 6);
+    CHECK(stack_labels(f.model, f.thread()) ==
+          std::vector<std::string>{"nat.run", "nat.run", "total_norm", "total_norm", "helper",
+                                   "helper"});
 }
 
 TEST_CASE("the same address in two processes is two functions; an exit without address")
