@@ -165,7 +165,13 @@ void unlink(ThreadRecords& records) noexcept
 
 class BatchEmitter final : public Emitter {
 public:
-    explicit BatchEmitter(Emitter& standard) noexcept : m_standard(standard) {}
+    // A session that records batches gets a rundown too (for its horizon).
+    explicit BatchEmitter(Emitter& standard) noexcept
+        : Emitter(&lttng_ust_tracepoint_python___code.state,
+                  &lttng_ust_tracepoint_python___batch.state),
+          m_standard(standard)
+    {
+    }
 
     void code(const CodeInfo& info) noexcept override { m_standard.code(info); }
     void call(const CodeInfo& info) noexcept override { append(k_call, info.id); }
@@ -193,11 +199,6 @@ public:
                  const char* command) noexcept override
     {
         m_standard.process(version, backend, has_lines, has_c_calls, command);
-    }
-    // A session that records batches gets a rundown too (for its horizon).
-    bool is_code_enabled() const noexcept override
-    {
-        return m_standard.is_code_enabled() || lttng_ust_tracepoint_enabled(python, batch);
     }
     bool is_recording() const noexcept override
     {

@@ -25,9 +25,15 @@ public:
     virtual void process(const char* version, const char* backend, bool has_lines, bool has_c_calls,
                          const char* command) noexcept = 0;
 
-    // True while some session records python:code: the hook watches it to
-    // re-emit registrations when a session starts after the program did.
-    virtual bool is_code_enabled() const noexcept = 0;
+    // True while some session records python:code (or, in the fast mode,
+    // python:batch): the hook watches it, at every traced call, to re-emit
+    // registrations when a session starts after the program did. Not virtual:
+    // two loads of LTTng's enabled flags, which the emitter names.
+    bool is_code_enabled() const noexcept
+    {
+        return __atomic_load_n(m_code_state, __ATOMIC_RELAXED) != 0 ||
+               (m_batch_state != nullptr && __atomic_load_n(m_batch_state, __ATOMIC_RELAXED) != 0);
+    }
 
     // True while some session records Python's calls, returns or lines: with
     // none, a dormant hook removes itself from the interpreter. Safe to call
@@ -43,6 +49,18 @@ public:
     virtual void flush_all(bool is_final) noexcept { (void)is_final; }
     // In the child of fork(): forget the parent's records and threads.
     virtual void after_fork_child(std::uint32_t pid) noexcept { (void)pid; }
+
+protected:
+    // code_state: python:code's enabled flag; batch_state: python:batch's in the fast mode,
+    // else nullptr.
+    Emitter(const int* code_state, const int* batch_state) noexcept
+        : m_code_state(code_state), m_batch_state(batch_state)
+    {
+    }
+
+private:
+    const int* m_code_state;
+    const int* m_batch_state;
 };
 
 // The standard mode's emitter: one python:* tracepoint per event.

@@ -20,6 +20,8 @@ namespace {
 
 class LttngEmitter final : public Emitter {
 public:
+    LttngEmitter() noexcept : Emitter(&lttng_ust_tracepoint_python___code.state, nullptr) {}
+
     void code(const CodeInfo& info) noexcept override
     {
         PYUST_EMIT(code, info.id, info.module.c_str(), info.qualname.c_str(), info.file.c_str(),
@@ -50,10 +52,6 @@ public:
                  const char* command) noexcept override
     {
         PYUST_EMIT(process, version, backend, has_lines ? 1 : 0, has_c_calls ? 1 : 0, command);
-    }
-    bool is_code_enabled() const noexcept override
-    {
-        return lttng_ust_tracepoint_enabled(python, code);
     }
     bool is_recording() const noexcept override
     {
