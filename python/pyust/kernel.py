@@ -51,6 +51,11 @@ PERF_DIR = "kernel-perf"
 PERF_SCHED_DIR = "kernel-perf-sched"
 PERF_SYSCALLS = "raw_syscalls:sys_enter,raw_syscalls:sys_exit"
 PERF_SCHED = "sched:sched_switch"
+# The system-call recording's ring buffer (per CPU): perf's default (512 KiB) overflows
+# within milliseconds of a tight system-call loop when perf is slow to write out, as on
+# a machine busy with disk I/O; 4 MiB holds about 50,000 events. PYUST_PERF_BUFFER sets
+# it (perf record's -m: pages, or a size with B/K/M/G, a power of two pages).
+PERF_SYSCALL_BUFFER = "4M"
 # A command name perf's filter can quote as is (the kernel's comm: at most 15 bytes).
 _COMM_RE = re.compile(r"[A-Za-z0-9._+-]{1,15}\Z")
 TRACEFS = "/sys/kernel/tracing"
@@ -175,6 +180,21 @@ class _Perf:
             self.kill()
             raise KernelUnavailable(f"perf record did not start: {self.log_line()}")
 
+    def lost(self) -> int | None:
+        """How many events perf could not record (its ring buffer was full), from the
+        per-event counts of `perf report --stats` (read from the data file's records, not
+        its events: fast); None when this perf does not say."""
+        result = subprocess.run(["perf", "report", "--stats", "-i", self.data],
+                                capture_output=True, text=True, timeout=600)
+        if result.returncode != 0:
+            return None
+        # Per event: "raw_syscalls:sys_enter stats:" then "LOST_SAMPLES events: N"; the
+        # aggregated section above them counts records (a record may stand for many).
+        per_event = result.stdout.split(" stats:", 1)
+        if len(per_event) < 2:
+            return None
+        return sum(int(n) for n in re.findall(r"LOST_SAMPLES events:\s+(\d+)", per_event[1]))
+
     def log_line(self) -> str:
         try:
             with open(self.log, errors="replace") as log:
@@ -276,7 +296,7 @@ class PerfRecorder(Recorder):
         # -p follows the threads the process creates and the processes it forks (inherit is
         # perf's default with -p).
         try:
-            self.syscalls.start(["-e", events, "-p", str(pid)])
+            self.syscalls.start(["-e", events, "-p", str(pid), "-m", _syscall_buffer()])
         except KernelUnavailable:
             self.sched.kill()
             self.started.clear()
@@ -296,11 +316,15 @@ class PerfRecorder(Recorder):
             if not self.started or not os.path.exists(self.syscalls.data):
                 return None
             offset, source = lttng_clock_offset(trace)
-            parts = []
+            parts, losses = [], []
             converters = set()
             for perf, what in ((self.syscalls, "system calls"), (self.sched, "sched_switch")):
                 if perf not in self.started or not os.path.exists(perf.data):
                     continue
+                lost = perf.lost()
+                if lost:
+                    losses.append(f"{lost} {'system-call' if perf is self.syscalls else what} "
+                                  "events")
                 try:
                     target, count, converter = perf.convert(trace, offset)
                 except KernelUnavailable as error:
@@ -312,8 +336,15 @@ class PerfRecorder(Recorder):
                 converters.add(converter)
                 parts.append(f"{what}: {'' if count is None else f'{count} '}in {target}")
             through = f" through {' and '.join(sorted(converters))}" if converters else ""
-            return (f"pyust: kernel events (perf{through}): {'; '.join(parts)}, clock aligned "
+            note = (f"pyust: kernel events (perf{through}): {'; '.join(parts)}, clock aligned "
                     f"to {source}")
+            if losses:
+                note += (f"\npyust: warning: perf lost {' and '.join(losses)} (its ring buffer "
+                         "was full: perf wrote out too slowly, as on a machine busy with disk "
+                         "I/O); the stacks miss those system calls and switches. A larger buffer "
+                         f"helps: PYUST_PERF_BUFFER sets its size per CPU ({_syscall_buffer()} "
+                         "in this run)")
+            return note
         finally:
             keep = os.environ.get("PYUST_PERF_KEEP")
             if keep:
@@ -323,6 +354,16 @@ class PerfRecorder(Recorder):
                     if os.path.exists(perf.data):
                         shutil.copy(perf.data, keep)
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _syscall_buffer() -> str:
+    """perf record's -m for the system calls: PYUST_PERF_BUFFER, or the default. Raises
+    KernelUnavailable when it is not a size."""
+    size = os.environ.get("PYUST_PERF_BUFFER") or PERF_SYSCALL_BUFFER
+    if not re.fullmatch(r"[1-9][0-9]*[BKMG]?", size):
+        raise KernelUnavailable(f"PYUST_PERF_BUFFER={size!r} is not a size (a number of pages, "
+                                "or of bytes with B, K, M or G: 8M)")
+    return size
 
 
 def choose() -> Recorder:

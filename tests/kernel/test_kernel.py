@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -268,6 +269,46 @@ def user_space_complete(trace: Path, pid: int) -> None:
     stacks = folded(report(trace, pid, "folded"))
     assert WRITER in stacks and SLEEPER in stacks, sorted(stacks)
     assert not any(stack.endswith((";write", ";[off-cpu]")) for stack in stacks), sorted(stacks)
+
+
+STATTER = """\
+    import os, sys
+    for i in range(200_000):
+        os.stat("/")
+    with open(sys.argv[2], "w") as pid_file:
+        pid_file.write(str(os.getpid()))
+"""
+
+
+def test_events_perf_lost_are_counted_and_said(tmp_path):
+    """200,000 stat(2) into a one-page ring buffer: perf drops events, and the run says how
+    many and how to avoid it (the trace it kept is still read)."""
+    skip_unless_perf_records()
+    program = tmp_path / "prog.py"
+    program.write_text(textwrap.dedent(STATTER))
+    result = run_pyust(["run", "--kernel", "-o", str(tmp_path / "trace"), "--", str(program),
+                        "-", str(tmp_path / "pid")], env=child_env(PYUST_PERF_BUFFER="4K"))
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "perf lost" in line]
+    assert len(warnings) == 1, result.stderr
+    lost = int(re.search(r"perf lost (\d+) system-call events", warnings[0]).group(1))
+    recorded = int(re.search(r"system calls: (\d+) in", result.stderr).group(1))
+    # Each stat is two events (entry, exit): what was kept and what was lost cover them.
+    assert lost > 0 and lost + recorded >= 400_000, result.stderr
+    assert "PYUST_PERF_BUFFER sets its size per CPU (4K in this run)" in warnings[0]
+    stacks = folded(report(tmp_path / "trace", int((tmp_path / "pid").read_text()), "folded"))
+    assert "__main__:<module>;newfstatat" in stacks, sorted(stacks)
+
+
+def test_a_perf_buffer_that_is_no_size_is_one_line(tmp_path):
+    skip_unless_perf_records()
+    result, trace, pid = traced(tmp_path, "--kernel",
+                                env=child_env(PYUST_PERF_BUFFER="lots"))
+    lines = [line for line in result.stderr.splitlines() if "kernel events" in line]
+    assert lines == ["pyust: no kernel events: PYUST_PERF_BUFFER='lots' is not a size (a "
+                     "number of pages, or of bytes with B, K, M or G: 8M); tracing user space "
+                     "only"], result.stderr
+    user_space_complete(trace, pid)
 
 
 def test_without_perf_one_line_and_user_space(tmp_path):

@@ -250,12 +250,18 @@ def test_python_cython_c_and_the_write_system_call_in_one_stack(tmp_path, exampl
     --native --kernel, the write system call sits on top of the C frame."""
     if os.geteuid() != 0 or shutil.which("perf") is None:
         pytest.fail("this test needs root and perf (scripts/setup installs linux-perf)")
-    result, trace, pid, _ = run_native(tmp_path, examples, 5, "--kernel")
+    # perf drops events when it writes out too slowly (a machine busy with disk I/O, as CI's
+    # while it makes a Debian root) and pyust then says so: only then, record again.
+    for attempt in range(3):
+        (tmp_path / str(attempt)).mkdir()
+        result, trace, pid, _ = run_native(tmp_path / str(attempt), examples, 5, "--kernel")
+        if "perf lost" not in result.stderr:
+            break
     out = report(trace, pid, "folded")
     assert out.returncode == 0, out.stderr
     stacks = folded(out.stdout)
     syscalls = {stack.rsplit(";", 1)[1] for stack in stacks if stack.startswith(CHAIN + ";")}
-    assert "write" in syscalls, out.stdout
+    assert "write" in syscalls, (result.stderr, [s for s in stacks if "foo2" in s])
     # The write lies within helper_c, within the Python frames (chrome durations).
     out = report(trace, pid, "chrome")
     events = [e for e in json.loads(out.stdout)["traceEvents"] if e.get("ph") == "X"]
