@@ -455,6 +455,9 @@ _ADDRESS = re.compile(r"\s*[\w-]+-addr=0x[0-9a-fA-F]+,?")
 _QUOTED_PATH = re.compile(r"[`'](/[^`'\n]+)[`']")
 
 
+_ASCII_SPACE = re.compile(r"[ \t\r\n]+")
+
+
 def babeltrace2_causes(stderr: str) -> list:
     """The causes of babeltrace2's last error report, outermost first, as
     (origin, message) pairs: origin is what is in brackets ("Babeltrace CLI",
@@ -466,15 +469,33 @@ def babeltrace2_causes(stderr: str) -> list:
     causes = []
     for header, following in zip(headers, headers[1:] + [None]):
         body = report[header.end():following.start() if following else len(report)]
-        causes.append((header.group(1), _ADDRESS.sub("", " ".join(body.split())).rstrip(", ")))
+        # Lines are joined at ASCII white space only: str.split() would also take the
+        # control characters a damaged trace's strings put in the message.
+        text = " ".join(_ASCII_SPACE.split(body.strip(" \t\r\n")))
+        causes.append((header.group(1), _ADDRESS.sub("", text).rstrip(", ")))
     return causes
 
 
 def explain_failure(stderr: str, returncode: int) -> str:
     """One line that says why babeltrace2 failed, from its standard error."""
+    return one_line(_explanation(stderr, returncode))
+
+
+# Characters that would break a line or a terminal: C0 and C1 controls, and the separators
+# str.splitlines() breaks at besides them. A damaged trace's strings reach babeltrace2's
+# messages as they are.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """text with what would break its line or the terminal written as an escape (\\x1d)."""
+    return _UNPRINTABLE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+def _explanation(stderr: str, returncode: int) -> str:
     causes = babeltrace2_causes(stderr)
     if not causes:
-        lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+        lines = [line.strip() for line in stderr.split("\n") if line.strip()]
         return f"babeltrace2 failed (exit status {returncode}): " + (
             lines[-1] if lines else "no message")
     origin, message = causes[-1]

@@ -122,6 +122,12 @@ def test_error_summaries():
     assert "cannot find pyust's plugin" in report.explain_failure(MISSING_PLUGIN, 1)
     assert report.explain_failure("something odd\n", 3) == (
         "babeltrace2 failed (exit status 3): something odd")
+    # A damaged trace's bytes in babeltrace2's message (a bit flip gave this one): the
+    # summary stays one line a terminal shows as it is.
+    garbled = SINK_ERROR.replace("value=bogus", "value=bo\x1dg\u2028us\x1b[2J")
+    assert report.explain_failure(garbled, 1) == (
+        "bad parameter value: name=format, value=bo\\x1dg\\u2028us\\x1b[2J, expected=profile|"
+        "tree|folded|lines|chrome|svg")
 
 
 def test_big_endian_packetized_metadata(tmp_path):
