@@ -31,7 +31,7 @@ commands:
 Without a command, pyust only installs its hook and runs the program: record
 it with a session of your own:
   lttng create s && lttng enable-event -u 'python:*'
-  lttng add-context -u -t vpid -t vtid -t procname && lttng start
+  lttng add-context -u -t vpid -t vtid && lttng start
   python -m pyust -- app.py
   lttng stop && lttng destroy
 
@@ -119,7 +119,7 @@ def _run_parser() -> argparse.ArgumentParser:
         prog="python -m pyust run",
         description=(
             "Create an LTTng session, record the program's python:* events (with the "
-            "vpid, vtid and procname contexts) into it, then stop and destroy the "
+            "vpid and vtid contexts) into it, then stop and destroy the "
             "session and print where the trace is, how many events it holds and how "
             "many LTTng discarded. A session daemon is started if none is running."
         ),

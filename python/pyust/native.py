@@ -37,8 +37,9 @@ EVENTS = (
 )
 
 # debug-info needs vpid and ip in the events' common context; for cyg-profile
-# events lttng-ust records the instrumented function's address as ip.
-CONTEXTS = ("vpid", "vtid", "procname", "ip")
+# events lttng-ust records the instrumented function's address as ip. No procname, as
+# on the python channel (pyust.lttng.CONTEXTS).
+CONTEXTS = ("vpid", "vtid", "ip")
 
 # Cython's own helpers are defined in the generated .c file itself: the
 # __Pyx_ ones (__Pyx_PyObject_Call, __Pyx_GetItemInt, ...) and a few named

@@ -18,7 +18,7 @@ with --suite) in these modes (the first seven by default, all with --suite):
                       the dormant hooks, pyust then sets no interpreter hook
                       at all: about the untraced cost)
   pyust               a real LTTng session records python:* with the contexts
-                      vpid, vtid, procname (what `pyust run` records)
+                      vpid, vtid (what `pyust run` records)
   pyust-fast          the same session, with pyust.start(fast=True): per-thread
                       batches of compact records (python:batch events)
   pyust-filtered      the same session, with pyust.start(modules=
@@ -146,7 +146,7 @@ WORKLOADS = ("W1", "W2", "W3")
 MODE_WORKLOADS = {
     "pyust-lines": ("W2", "W3"),
 }
-CONTEXTS = ("vpid", "vtid", "procname")
+CONTEXTS = ("vpid", "vtid")  # pyust.lttng.CONTEXTS: what `pyust run` records
 CHANNEL = "bench"
 # The child's handshake with a parent that records it: it prints READY and
 # its pid, and waits for a line on stdin before it loads pyust.

@@ -42,8 +42,11 @@ def test_run_traces_and_summarises(make_program, tmp_path):
     assert int(match.group(3)) == 0
     calls = [e for e in trace.of("python:call") if e["fields"]["name"] == "f"]
     assert len(calls) == 10
-    # The contexts `pyust run` adds.
-    assert all(e["vpid"] and e["vtid"] and e["procname"] for e in trace.events)
+    # The contexts `pyust run` adds: the thread's ids on every event; the program's name once,
+    # on python:process, not as a procname context on each.
+    assert all(e["vpid"] and e["vtid"] and e["procname"] is None for e in trace.events)
+    process, = trace.of("python:process")
+    assert process["fields"]["command"].endswith(f"{program} x")
     _no_session_left(name)
 
 

@@ -86,15 +86,20 @@ def test_pid_and_tid_that_match_nothing_list_what_the_trace_holds(wide):
     # Other processes of the machine may be in the trace too (a session records every
     # process that emits python:* events).
     assert line.startswith(f"pyust: error: no event matches --pid {2**31 + 7}: the trace holds ")
-    assert f"pid {wide.pid} ({procname(wide)} {wide.program}) with thread {wide.pid}" in line
+    assert f"pid {wide.pid} ({process_name(wide)}) with thread {wide.pid}" in line
     line = one_error_line(report(wide.path, "-f", "chrome", "--pid", wide.pid, "--tid", 1))
     assert f"no event matches --pid {wide.pid} --tid 1: the trace holds " in line
-    assert f"pid {wide.pid} ({procname(wide)} {wide.program}) with thread {wide.pid}" in line
+    assert f"pid {wide.pid} ({process_name(wide)}) with thread {wide.pid}" in line
 
 
-def procname(traced) -> str:
-    """The command name LTTng's procname context gave the traced program."""
-    return traced.trace.events[0]["procname"]
+def process_name(traced) -> str:
+    """How reports name the traced program: the command line of its python:process event,
+    the interpreter by its base name ("python3 /tmp/.../prog.py")."""
+    command = next(e for e in traced.trace.events
+                   if e["name"] == "python:process")["fields"]["command"]
+    interpreter, _, rest = command.partition(" ")
+    assert rest == str(traced.program)
+    return f"{os.path.basename(interpreter)} {rest}"
 
 
 # ------------------------------------------------------------------- sorting and limits
