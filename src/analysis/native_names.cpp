@@ -51,8 +51,7 @@ std::vector<std::string_view> cython_parts(std::string_view text)
             for (std::size_t i = 0; i < digits; ++i)
                 length = length * 10 + static_cast<std::size_t>(text[i] - '0');
             // A scope is "<length><name>_" followed by what still makes a name.
-            if (length > 0 && text.size() > digits + length + 1 &&
-                text[digits + length] == '_' &&
+            if (length > 0 && text.size() > digits + length + 1 && text[digits + length] == '_' &&
                 !last_part(text.substr(digits + length + 1)).empty()) {
                 const std::string_view scope = text.substr(digits, length);
                 bool valid = true;

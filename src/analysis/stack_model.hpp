@@ -333,9 +333,9 @@ public:
 
     // func_exit of the function at address (has_address false when the event does not say which
     // function returns: the fast variant without the ip context): closes its innermost open
-    // frame (or ends a call merged into it), and the frames above it (mismatched_return: their exits were lost); when it is not
-    // open, nothing closes (unmatched_return: its entry was lost, or came before the trace).
-    // Without an address, closes the innermost frame if it is native.
+    // frame (or ends a call merged into it), and the frames above it (mismatched_return: their
+    // exits were lost); when it is not open, nothing closes (unmatched_return: its entry was lost,
+    // or came before the trace). Without an address, closes the innermost frame if it is native.
     void on_native_exit(Thread& thread, std::uint64_t address, bool has_address);
 
     // A system call starts (LTTng's syscall_entry_NAME, perf's raw_syscalls:sys_enter with its

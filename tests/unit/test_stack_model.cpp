@@ -330,9 +330,9 @@ TEST_CASE("native frames nest inside Python frames, named by debug-info or their
     f.model.on_native_exit(f.at(60), 0x7f0000001000, true);
     f.ret(70, main_id);
     f.model.finish();
-    CHECK(f.tree() ==
-          std::vector<std::string>{"__main__:<module> 1 70 20", "  foo2.outer 1 50 20",
-                                   "    foo2.so+0x2000 1 30 20", "      0x7f0000003000 1 10 10"});
+    CHECK(f.tree() == std::vector<std::string>{"__main__:<module> 1 70 20", "  foo2.outer 1 50 20",
+                                               "    foo2.so+0x2000 1 30 20",
+                                               "      0x7f0000003000 1 10 10"});
     REQUIRE(f.thread().gaps().size() == 1);
     CHECK(f.thread().gaps()[0].kind == GapKind::unmatched_return);
 }
@@ -381,8 +381,7 @@ TEST_CASE("Cython's wrapper, implementation and C function of one Python functio
     f.ret(70, main_id);
     f.model.finish();
     CHECK(f.tree() == std::vector<std::string>{"__main__:<module> 1 70 20",
-                                               "  nat.cy_entry 1 50 30",
-                                               "    nat.cy_inner 1 20 15",
+                                               "  nat.cy_entry 1 50 30", "    nat.cy_inner 1 20 15",
                                                "      nat.cy_inner 1 5 5"});
     CHECK(f.thread().gaps().empty());
 }
@@ -418,9 +417,9 @@ TEST_CASE("only Cython's functions of one name in one binary are merged")
     f.model.on_native_entry(f.at(50), 0x4000, "helper.part.0+0", "b.so+0x4000");
     f.model.on_native_entry(f.at(60), 0x5000, "helper+0", "b.so+0x5000");
     CHECK(f.thread().depth() == 6);
-    CHECK(stack_labels(f.model, f.thread()) ==
-          std::vector<std::string>{"nat.run", "nat.run", "total_norm", "total_norm", "helper",
-                                   "helper"});
+    CHECK(stack_labels(f.model, f.thread()) == std::vector<std::string>{"nat.run", "nat.run",
+                                                                        "total_norm", "total_norm",
+                                                                        "helper", "helper"});
 }
 
 TEST_CASE("the same address in two processes is two functions; an exit without address")
