@@ -241,14 +241,20 @@ def test_lost_batches_are_counted_in_records(make_program, tmp_path):
     exactly; batches lost after a thread's last recorded one have no later
     batch to reveal them (LTTng's own discarded-events count covers them)."""
     program = make_program(MILLION_EVENTS)
-    out = tmp_path / "trace"
-    result = subprocess.run([PYTHON, "-m", "pyust", "run", "--fast", "-o", str(out),
-                             "--subbuf-size", "4k", "--num-subbuf", "2", "--", program],
-                            capture_output=True, text=True, timeout=RUN_TIMEOUT, env=child_env())
-    assert result.returncode == 0, result.stderr
-    emitted = int(result.stderr.splitlines()[0])
-    assert emitted > 1_000_000
-    raw = read_trace(out, tmp_path, expand=False)
+    # Whether LTTng discards depends on its consumer falling behind, which it nearly always
+    # does here; a run it kept up with (once in CI) proves nothing: record again.
+    for attempt in range(3):
+        out = tmp_path / f"trace-{attempt}"
+        result = subprocess.run([PYTHON, "-m", "pyust", "run", "--fast", "-o", str(out),
+                                 "--subbuf-size", "4k", "--num-subbuf", "2", "--", program],
+                                capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                                env=child_env())
+        assert result.returncode == 0, result.stderr
+        emitted = int(result.stderr.splitlines()[0])
+        assert emitted > 1_000_000
+        raw = read_trace(out, tmp_path, expand=False)
+        if raw.discarded > 0:
+            break
     batches = raw.of("python:batch")
     recorded = sum(b["fields"]["count"] for b in batches)
     gaps = 0
