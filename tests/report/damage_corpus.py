@@ -73,7 +73,8 @@ class Case:
     name: str
     damage: object  # damage(trace_copy: Path) -> None
     what: str = ""
-    expected: str = ""  # the verdict pyust report must reach, where the case decides it
+    # The verdict pyust report must reach, where the case decides it ("a|b": either).
+    expected: str = ""
 
 
 @dataclass
@@ -200,7 +201,12 @@ def metadata_cases(trace: Path) -> list:
         Case("metadata-empty", truncate(0), "metadata file empty", "refused"),
         Case("metadata-truncate-30", truncate(30), "metadata cut in its first packet header",
              "refused"),
-        Case("metadata-truncate-half", truncate(size // 2), "metadata cut in half", "refused"),
+        # Refused, or salvaged where the cut leaves whole packets that declare enough (the
+        # trace is read up to its first undeclared event, and the report says it is damaged):
+        # which one depends on where the half falls (LTTng 2.16's CTF 1.8 of this recording,
+        # with vpid and vtid as its only contexts, is salvaged).
+        Case("metadata-truncate-half", truncate(size // 2), "metadata cut in half",
+             "refused|salvaged"),
         # One byte off the end of packetized metadata cuts only the last packet's padding.
         Case("metadata-truncate-1", truncate(size - 1), "metadata one byte short", "read"),
         Case("metadata-content-past-end", past_end(24),

@@ -57,7 +57,7 @@ def test_truncated_last_packet_is_salvaged(recorded, tmp_path, plugin_path, inde
 def test_damaged_metadata(recorded, tmp_path, plugin_path, index):
     case = corpus.metadata_cases(recorded)[index]
     outcome = assert_case(recorded, case, tmp_path, plugin_path)
-    assert outcome.verdict == case.expected
+    assert outcome.verdict in case.expected.split("|")
 
 
 @pytest.mark.parametrize("seed", QUICK_FLIPS)
