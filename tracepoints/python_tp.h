@@ -228,6 +228,26 @@ LTTNG_UST_TRACEPOINT_EVENT(python, horizon,
         lttng_ust_field_integer(int32_t, pid, pid)
         lttng_ust_field_integer(uint8_t, final, final)))
 
+/*
+ * Log levels, so that `lttng enable-event -u 'python:*' --loglevel LEVEL` selects as it does
+ * for other providers (LEVEL and every more severe one):
+ *   TRACE_INFO            code, thread, process: what ran, by whom (names, no timeline)
+ *   TRACE_DEBUG_FUNCTION  call, return, c_call, c_return, and the fast mode's batch and
+ *                         horizon: the timeline of functions
+ *   TRACE_DEBUG_LINE      line: the most verbose
+ * Without --loglevel, every event is enabled, as before.
+ */
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, code, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, thread, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, process, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, call, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, return, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, c_call, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, c_return, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, batch, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, horizon, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, line, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_LINE)
+
 #endif /* PYUST_TRACEPOINTS_PYTHON_TP_H */
 
 #include <lttng/tracepoint-event.h>

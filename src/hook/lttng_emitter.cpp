@@ -57,9 +57,11 @@ public:
     {
         // clang-format takes the event name `return` for the keyword.
         // clang-format off
+        // python:code alone too (`--loglevel-only TRACE_INFO`): which code ran, no timeline.
         return lttng_ust_tracepoint_enabled(python, call) ||
                lttng_ust_tracepoint_enabled(python, return) ||
-               lttng_ust_tracepoint_enabled(python, line);
+               lttng_ust_tracepoint_enabled(python, line) ||
+               lttng_ust_tracepoint_enabled(python, code);
         // clang-format on
     }
 };
