@@ -147,7 +147,7 @@ def _prefixes(value) -> list:
 
 def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = False,
           dormant: bool = True, fast: bool = False, _hide_caller_stack: bool = False,
-          _command=None) -> None:
+          _command=None, _hidden_dir: str = "") -> None:
     """Start tracing every thread of this interpreter.
 
     modules: module-name prefixes to trace ("numpy,pandas" or a list); by
@@ -170,7 +170,8 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     Raises TracerError when already tracing, or when another profiler or
     tracer (cProfile, a debugger, coverage.py) holds the interpreter's hook.
     (_command: the command line python:process reports, for pyust run on
-    Pythons without sys.orig_argv; by default sys.orig_argv.)
+    Pythons without sys.orig_argv; by default sys.orig_argv. _hidden_dir: code
+    from files under this directory is never traced, pyust attach's own.)
     """
     include, excluded = _prefixes(modules), _prefixes(exclude)
     native = _load()
@@ -185,7 +186,7 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
         _wrap_thread_bootstrap()
     native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
                  include=include, exclude=excluded, dormant=dormant, fast=fast,
-                 command=_command or [])
+                 command=_command or [], hidden_dir=_hidden_dir)
     for tid, name in names:
         native.name_thread(tid, name)
     _greenlet.install(native)

@@ -23,7 +23,7 @@ import sys
 
 # The commands of `python -m pyust COMMAND`; any other first word starts the
 # hook mode (see pyust.cli).
-SUBCOMMANDS = ("run", "report", "top", "enable", "disable", "cflags")
+SUBCOMMANDS = ("run", "attach", "report", "top", "enable", "disable", "cflags")
 
 _HOOK_FLAGS = {"--c-calls": "c_calls", "--lines": "lines", "--fast": "fast",
                "--no-dormant": "no_dormant"}

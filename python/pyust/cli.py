@@ -2,6 +2,7 @@
 
     python -m pyust [--c-calls] [--lines] [--fast] -- app.py args     hook only
     python -m pyust run [options] -- app.py args             session + hook
+    python -m pyust attach [options] PID                     a running process
     python -m pyust enable [VAR] / disable                   .pth activation
 
 User mistakes print one line `pyust: error: ...` and exit 2 (usage) or 1.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from . import _runner, children, live, lttng, pth, sessiond, tally
 _TOP_EPILOG = """\
 commands:
   run       create an LTTng session, trace the program into it, print a summary
+  attach    trace a Python process that is already running (pyust attach PID)
   report    profiles, call trees, flame graphs of a trace (through babeltrace2)
   top       the hottest functions of a live session, refreshed every second
   enable    trace every interpreter of this environment when a variable is set
@@ -555,6 +558,160 @@ def _exit_like(status: int) -> int:
     return 128 + signum
 
 
+# -------------------------------------------------------------------- attach
+
+def _attach_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m pyust attach",
+        description=(
+            "Trace a Python process that is already running, from now until Ctrl-C, "
+            "--duration or the process's exit: create an LTTng session recording that "
+            "process's python:* events, start pyust inside it (sys.remote_exec on Python "
+            "3.14+, gdb on 3.10 to 3.13; its main thread starts tracing at its next "
+            "safe point), then stop pyust there, taking its hooks off, and print the "
+            "summary. The process runs on, untraced, as before."
+        ),
+    )
+    parser.add_argument("pid", type=int, metavar="PID", help="the process to trace")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="trace directory, created private (0700); it must not exist or "
+                             "be empty (default: lttng's, $LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
+    parser.add_argument("--name", help="session name (default: pyust-attach-PID-TIME)")
+    parser.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="record for this long, then detach (default: until Ctrl-C or "
+                             "the process's exit)")
+    parser.add_argument("--wait", type=float, default=30, metavar="SECONDS",
+                        help="how long to wait for the process's main thread to run Python "
+                             "and take pyust in (or out) (default: 30)")
+    parser.add_argument("--subbuf-size", default="1M", metavar="SIZE",
+                        help="sub-buffer size of the channel, per CPU (default: 1M)")
+    parser.add_argument("--num-subbuf", type=int, default=8, metavar="N",
+                        help="sub-buffers per CPU (default: 8)")
+    parser.add_argument("--trace-format", choices=sorted(lttng.TRACE_FORMATS),
+                        help="the CTF version of the trace (as for run)")
+    parser.add_argument("--modules", action="append", metavar="PREFIXES",
+                        help="trace only these modules (as for run)")
+    parser.add_argument("--exclude", action="append", metavar="PREFIXES",
+                        help="do not trace these modules (as for run)")
+    parser.add_argument("--c-calls", action="store_true",
+                        help="also trace calls of C functions (python:c_call/c_return)")
+    parser.add_argument("--lines", action="store_true", help="also trace every line run")
+    parser.add_argument("--fast", action="store_true",
+                        help="fast mode: per-thread batches of compact records (as for run)")
+    parser.add_argument("--native", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--kernel", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def _attach_main(argv: list) -> int:
+    from . import attach
+
+    parser = _attach_parser()
+    args = parser.parse_args(argv)
+    if args.native:
+        raise UsageError("--native cannot attach: native frames need liblttng-ust-cyg-profile "
+                         "preloaded when the program starts (use pyust run --native)")
+    if args.kernel:
+        raise UsageError("--kernel is not available with attach yet: record the process's "
+                         "system calls with pyust run --kernel")
+    if args.num_subbuf < 2:
+        raise UsageError("--num-subbuf must be at least 2")
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration must be more than 0 seconds")
+    if args.wait <= 0:
+        raise UsageError("--wait must be more than 0 seconds")
+    trace_format = args.trace_format
+    if not lttng.knows_trace_formats():
+        if trace_format == "ctf-2":
+            raise UsageError("--trace-format ctf-2: this LTTng writes CTF 1.8 only (LTTng 2.15 "
+                             "or later writes CTF 2)")
+        trace_format = None
+    try:
+        target = attach.inspect(args.pid)
+    except attach.AttachError as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 1
+    sessiond.check_not_stopped(sessiond.current())
+    output = _check_output_dir(args.output) if args.output else None
+    name = args.name or f"pyust-attach-{args.pid}-{time.strftime('%Y%m%d-%H%M%S')}"
+    config = lttng.ChannelConfig(subbuf_size=args.subbuf_size, num_subbuf=args.num_subbuf)
+    if sessiond.current().state() != "running" and not lttng.sessiond_is_running():
+        lttng.start_sessiond()
+        print("pyust: no session daemon was running: started one (lttng-sessiond --daemonize)",
+              file=sys.stderr)
+    options = {"modules": args.modules or [], "exclude": args.exclude or [],
+               "c_calls": args.c_calls, "lines": args.lines, "fast": args.fast}
+    ending = []  # the signal that ends the recording, if one did
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, lambda signum, frame: ending.append(signum))
+                for signum in handled}
+    session = None
+    attachment = None
+    began = None
+    exited = False
+    stopped = False
+    try:
+        session = lttng.Session.create(name, output, trace_format=trace_format)
+        session.set_metadata_timer()
+        session.enable_python(config)
+        session.track_user_pid(target.pid)
+        session.start()
+        attachment = attach.Attachment(target, options)
+        attachment.start(args.wait, cancelled=lambda: bool(ending), on_wait=lambda: print(
+            f"pyust: waiting for process {target.pid}'s main thread to run Python (it is in a "
+            "system call or C code; Ctrl-C to give up)", file=sys.stderr))
+        began = time.monotonic()
+        print(f"pyust: attached to process {target.pid} (Python {target.version_text}, "
+              f"{attachment.backend}): recording into {session.path}"
+              + (f" for {args.duration:g} s" if args.duration else "; Ctrl-C to stop"),
+              file=sys.stderr)
+        deadline = began + args.duration if args.duration else None
+        while not ending and (deadline is None or time.monotonic() < deadline):
+            if not target.is_alive():
+                exited = True
+                break
+            time.sleep(0.05)
+        elapsed = time.monotonic() - began
+        attachment.detach(args.wait)
+        session.stop()
+        stopped = True
+        discarded = session.discarded_events()
+    except attach.AttachError as error:
+        if began is None:  # nothing recorded: no trace to keep
+            if session is not None:
+                session.destroy()
+                session = None
+            if output:
+                shutil.rmtree(output, ignore_errors=True)
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        try:
+            if attachment is not None:
+                attachment.close()  # detaches first when still attached
+        finally:
+            if session is not None:
+                session.destroy(wait=not stopped)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+    recorded = None
+    if attachment.events is not None and not (args.fast and discarded):
+        recorded = attachment.events - discarded
+    else:
+        recorded = _count_trace(session.path, args.fast)
+    summary = f"pyust: trace in {session.path}: "
+    summary += (f"{recorded} events recorded" if recorded is not None
+                else "events not counted (babeltrace2 missing or failed)")
+    summary += f", {discarded} discarded by LTTng; attached for {elapsed:.1f} s"
+    if exited:
+        summary += f"; process {target.pid} exited during the recording (the trace up to then " \
+                   "is complete)"
+    else:
+        summary += f"; detached from process {target.pid}, which runs on untraced"
+    print(summary, file=sys.stderr)
+    return 0
+
+
 # ------------------------------------------------------------ enable/disable
 
 def _enable_main(argv: list) -> int:
@@ -590,7 +747,8 @@ def _disable_main(argv: list) -> int:
 
 def main(argv: list | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    commands = {"run": _run_main, "enable": _enable_main, "disable": _disable_main,
+    commands = {"run": _run_main, "attach": _attach_main, "enable": _enable_main,
+                "disable": _disable_main,
                 "cflags": lambda args: __import__("pyust.native", fromlist=["main"]).cflags_main(args),
                 "report": lambda args: __import__("pyust.report", fromlist=["main"]).main(args),
                 "top": lambda args: __import__("pyust.top", fromlist=["main"]).main(args)}

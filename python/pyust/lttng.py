@@ -369,6 +369,12 @@ class Session:
         _check(_run(["track", "--kernel", "--session", self.name, "--pid", str(pid)]),
                f"cannot track process {pid} in the kernel")
 
+    def track_user_pid(self, pid: int) -> None:
+        """Records the python:* events of process pid only (before start())."""
+        _run(["untrack", "--userspace", "--session", self.name, "--vpid", "--all"])
+        _check(_run(["track", "--userspace", "--session", self.name, "--vpid", str(pid)]),
+               f"cannot track process {pid}")
+
     def start(self) -> None:
         what = f"cannot start session {self.name!r}"
         if not _session_call("lttng_start_tracing", self.name, what):

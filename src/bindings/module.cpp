@@ -9,6 +9,24 @@
 namespace py = pybind11;
 namespace hook = pyust::hook;
 
+// pyust attach's detach on CPython 3.10 to 3.13: gdb schedules this with
+// Py_AddPendingCall, so that the target's main thread runs pyust._attached.stop()
+// at its next safe point. A C function rather than a line of Python to compile:
+// no new code object of ours runs on the traced stack before the hooks are off.
+// A pending call returns 0 and leaves no exception set (else the interpreter
+// raises SystemError in the program), whatever happens.
+extern "C" __attribute__((visibility("default"))) int pyust_attach_stop(void*) noexcept
+{
+    PyObject* module = PyImport_ImportModule("pyust._attached");
+    PyObject* result =
+        module == nullptr ? nullptr : PyObject_CallMethod(module, "stop_pending", nullptr);
+    if (result == nullptr)
+        PyErr_Clear(); // the attacher reports the missing answer
+    Py_XDECREF(result);
+    Py_XDECREF(module);
+    return 0;
+}
+
 PYBIND11_MODULE(_native, m)
 {
     m.doc() = "pyust's native hook (use the pyust package, not this module)";
@@ -31,7 +49,7 @@ PYBIND11_MODULE(_native, m)
         "start",
         [](bool c_calls, bool lines, bool hide_caller_stack, std::vector<std::string> include,
            std::vector<std::string> exclude, bool dormant, bool fast,
-           std::vector<std::string> command) {
+           std::vector<std::string> command, std::string hidden_dir) {
             hook::Options options;
             options.c_calls = c_calls;
             options.lines = lines;
@@ -41,15 +59,27 @@ PYBIND11_MODULE(_native, m)
             options.is_dormant_allowed = dormant;
             options.fast = fast;
             options.command = std::move(command);
+            options.hidden_dir = std::move(hidden_dir);
             hook::start(options);
         },
         py::kw_only(), py::arg("c_calls") = false, py::arg("lines") = false,
         py::arg("hide_caller_stack") = false, py::arg("include") = std::vector<std::string>{},
         py::arg("exclude") = std::vector<std::string>{}, py::arg("dormant") = true,
         py::arg("fast") = false, py::arg("command") = std::vector<std::string>{},
+        py::arg("hidden_dir") = std::string{},
         "Start tracing every thread. command: the command line python:process reports "
-        "(default: sys.orig_argv, else /proc/self/cmdline).");
+        "(default: sys.orig_argv, else /proc/self/cmdline); hidden_dir: code from files under "
+        "it is never traced (pyust attach's own).");
     m.def("stop", &hook::stop, "Stop tracing every thread.");
+    m.def(
+        "hide_code",
+        [](py::handle code) {
+            if (!PyCode_Check(code.ptr()))
+                throw py::type_error("hide_code takes a code object");
+            hook::hide_code(reinterpret_cast<PyCodeObject*>(code.ptr()));
+        },
+        py::arg("code"),
+        "Never trace this code object (pyust attach's own code on the program's stack).");
     m.def("backend", &hook::backend::name,
           "The interpreter hook in use: \"setprofile\" (up to 3.11) or \"monitoring\".");
     m.def("is_active", &hook::is_active);

@@ -57,8 +57,9 @@ void decide(CodeInfo& info) noexcept
 {
     const bool was_traced = info.is_traced;
     info.generation = g.generation;
-    info.is_traced =
-        !info.is_hidden && !starts_with(info.file, g.own_dir) && g.filter.is_traced(info.module);
+    info.is_traced = !info.is_hidden && !starts_with(info.file, g.own_dir) &&
+                     !starts_with(info.file, g.options.hidden_dir) &&
+                     g.filter.is_traced(info.module);
     if (info.is_traced && !was_traced)
         g.emitter->code(info);
 }
@@ -495,23 +496,31 @@ void switch_stacks(PyFrameObject* origin, PyFrameObject* target) noexcept
     }
 }
 
+void hide_code(PyCodeObject* code) noexcept
+{
+    try {
+        auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, g.extra_index));
+        if (info == nullptr) {
+            compat::SavedError saved;
+            info = &g.registry->add(k_unknown, utf8_or_unknown(compat::code_qualname(code)),
+                                    utf8_or_unknown(code->co_filename),
+                                    static_cast<std::uint32_t>(code->co_firstlineno), false,
+                                    utf8_or_unknown(code->co_name));
+            compat::set_code_extra(code, g.extra_index, info);
+        }
+        info->is_hidden = true;
+        info->is_traced = false;
+    } catch (...) {
+    }
+}
+
 void hide_stack(PyFrameObject* frame) noexcept
 {
     try {
         std::vector<PyFrameObject*> frames = stack_of(frame);
         for (PyFrameObject* f : frames) {
             PyCodeObject* code = PyFrame_GetCode(f);
-            auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, g.extra_index));
-            if (info == nullptr) {
-                compat::SavedError saved;
-                info = &g.registry->add(k_unknown, utf8_or_unknown(compat::code_qualname(code)),
-                                        utf8_or_unknown(code->co_filename),
-                                        static_cast<std::uint32_t>(code->co_firstlineno), false,
-                                        utf8_or_unknown(code->co_name));
-                compat::set_code_extra(code, g.extra_index, info);
-            }
-            info->is_hidden = true;
-            info->is_traced = false;
+            hide_code(code);
             Py_DECREF(code);
         }
         release(frames);
@@ -608,6 +617,11 @@ void start(const Options& options)
     }
     g.filter = std::move(filter);
     ++g.generation;
+    // This start may record into another session than the last one did (pyust
+    // attach, start/stop/start): every code object is registered in the trace
+    // again when it next runs, as if new (decide() emits python:code when code
+    // becomes traced).
+    g.registry->for_each_code([](CodeInfo& info) { info.is_traced = false; });
     g.emitter = options.fast ? &batch_emitter() : &lttng_emitter();
     g.has_batched = g.has_batched || options.fast;
     g.was_code_enabled = g.emitter->is_code_enabled();

@@ -66,6 +66,9 @@ void open_stack(PyFrameObject* frame) noexcept;
 void close_stack(PyFrameObject* frame) noexcept;
 // Marks the code of every frame of the stack as never traced.
 void hide_stack(PyFrameObject* frame) noexcept;
+// Marks one code object as never traced (pyust attach's injected code, which
+// runs on top of the program's stack). Needs init(); the GIL held.
+void hide_code(PyCodeObject* code) noexcept;
 // A switch between two stacks of the calling thread (greenlet): the frames of
 // the stack left (origin: its top frame, null when that stack has ended) stop
 // running and those of the stack entered (target: its top frame, null for a new

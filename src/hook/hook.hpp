@@ -23,6 +23,10 @@ struct Options {
     // Never trace the code of the frames below start() (the runner's own
     // start-up frames) instead of announcing them as open calls.
     bool hide_caller_stack = false;
+    // Never trace code from files under this directory (with a trailing
+    // separator; empty: none): pyust attach's control directory, whose step
+    // files run on the program's stack.
+    std::string hidden_dir;
     // Module-name prefixes (src/prefix/prefix_table.hpp): with a non-empty
     // include list only matching modules are traced; exclude removes some.
     // The most specific prefix decides, once per code object.

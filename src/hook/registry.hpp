@@ -71,6 +71,11 @@ public:
         for (const auto& info : m_codes)
             fn(info);
     }
+    template <typename F> void for_each_code(F&& fn)
+    {
+        for (auto& info : m_codes)
+            fn(info);
+    }
     template <typename F> void for_each_thread(F&& fn) const
     {
         for (const auto& [tid, name] : m_threads)

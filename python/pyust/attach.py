@@ -1,0 +1,482 @@
+"""Tracing a Python process that is already running: the library behind
+`pyust attach PID`.
+
+How pyust gets into the process, by the target's interpreter:
+- CPython 3.14 and later: sys.remote_exec (PEP 768). The interpreter runs a
+  script of ours in its main thread at its next safe point. sys.remote_exec
+  must be called by an interpreter of the target's version: this one when it
+  is, else the target's own executable.
+- CPython 3.10 to 3.13: gdb, which stops the process for a moment (about a
+  second, most of it gdb reading symbols), maps one private page in it, writes
+  a one-line trampoline there and schedules it with Py_AddPendingCall: the
+  main thread runs it at its next safe point, as it runs a signal handler,
+  never in the middle of the interpreter's or the C library's work. The page
+  is unmapped again at the detach.
+Either way the code that runs in the target is the step file of a private
+control directory, which imports pyust (the target's own, else this
+installation's) and runs pyust._attached; it answers with a result file in
+the same directory. The main thread runs it when it next runs Python: one
+blocked in a system call (a read, a sleep, a lock) takes it when the call
+returns.
+
+Every failure a user can cause or fix raises AttachError with one line.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# The interpreters pyust supports, as in scripts/setup and pyust/__init__.py.
+OLDEST = (3, 10)
+NEWEST = (3, 15)
+REMOTE_EXEC = (3, 14)  # sys.remote_exec from here on; gdb before
+
+# The one line gdb's pending call runs (PyRun_SimpleString in __main__'s
+# namespace): it binds no name there and lets nothing out. The step file it
+# reads is rewritten for each step, so one trampoline serves the attach and
+# the detach.
+_TRAMPOLINE = ("try:\n"
+               "    exec(compile(open({step!r}, 'rb').read(), {step!r}, 'exec'),"
+               " {{'__name__': '__pyust_attach__'}})\n"
+               "except BaseException:\n"
+               "    pass\n")
+
+# The step file: imports pyust and runs pyust._attached.run(). Any failure,
+# including pyust's import, goes into the result file; what the step imported
+# for a start that failed is taken out again.
+_STEP = '''\
+def _pyust_step():
+    import sys
+    control, action, step, parent = {control!r}, {action!r}, {step!r}, {package_parent!r}
+    before = set(sys.modules)
+    added = None
+
+    def undo():  # a start that failed leaves nothing of ours imported
+        if added in sys.path:
+            sys.path.remove(added)
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+
+    try:
+        try:
+            import pyust._attached as attached
+        except ImportError:
+            if parent in sys.path:
+                raise
+            undo()
+            sys.path.insert(0, parent)
+            added = parent
+            import pyust._attached as attached
+    except BaseException as error:
+        undo()
+        try:
+            import os
+            path = control + os.sep + "result-" + action
+            with open(path + ".part", "wb") as stream:
+                stream.write(repr({{"error": "cannot import pyust: %s: %s"
+                                            % (type(error).__name__, error),
+                                   "import": True}}).encode())
+            os.replace(path + ".part", path)
+        except BaseException:
+            pass
+        return
+    if not attached.run(action, control, {options!r}, sys._getframe(), step, added):
+        if action == "start":
+            undo()
+
+
+_pyust_step()
+'''
+
+
+class AttachError(Exception):
+    """pyust cannot attach to (or detach from) the process; one line says why and
+    what to change."""
+
+
+class Target:
+    """A running process to trace: pid, its executable, its interpreter's
+    version (major, minor), its user id."""
+
+    def __init__(self, pid: int, exe: str, version: tuple, uid: int):
+        self.pid = pid
+        self.exe = exe
+        self.version = version
+        self.uid = uid
+
+    @property
+    def version_text(self) -> str:
+        return "%d.%d" % self.version
+
+    def is_alive(self) -> bool:
+        """True while the process exists (a zombie counts as gone)."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stream:
+                fields = stream.read().rsplit(b")", 1)[1].split()
+            return fields[0] != b"Z"
+        except (OSError, IndexError):
+            return False
+
+
+def _read(path: str, mode: str = "r"):
+    with open(path, mode) as stream:
+        return stream.read()
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _python_version(pid: int, exe: str) -> tuple | None:
+    """The version of the interpreter in process pid: from the libpython it maps,
+    else from its executable's name (python3.12), else from asking that
+    executable when it is a CPython (it exports _PyRuntime); None when the
+    process runs no CPython."""
+    try:
+        maps = _read(f"/proc/{pid}/maps")
+    except OSError:
+        maps = ""
+    found = re.search(r"/libpython(\d+)\.(\d+)[a-z]*\.so", maps)
+    if found:
+        return int(found.group(1)), int(found.group(2))
+    found = re.fullmatch(r"python(\d+)\.(\d+)[a-z]*", os.path.basename(exe))
+    if found:
+        return int(found.group(1)), int(found.group(2))
+    if not re.fullmatch(r"python\d*", os.path.basename(exe)) or not _exports_runtime(exe):
+        return None
+    try:
+        answer = subprocess.run([exe, "-I", "-S", "-c",
+                                 "import sys; print('%d %d' % sys.version_info[:2])"],
+                                capture_output=True, text=True, timeout=30)
+        major, minor = answer.stdout.split()
+        return int(major), int(minor)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
+def _exports_runtime(exe: str) -> bool:
+    """Whether the executable's dynamic symbols hold CPython's _PyRuntime."""
+    try:
+        with open(exe, "rb") as stream:
+            return b"_PyRuntime" in stream.read()
+    except OSError:
+        return False
+
+
+def _ptrace_scope() -> int:
+    try:
+        return int(_read("/proc/sys/kernel/yama/ptrace_scope").strip())
+    except (OSError, ValueError):
+        return 0  # no Yama: classic ptrace permissions
+
+
+def inspect(pid: int) -> Target:
+    """The process pid, checked for what attaching needs: that it exists, runs a
+    CPython pyust supports, may be ptraced by this user, and (3.14+) allows
+    remote debugging. Raises AttachError otherwise."""
+    if pid <= 0:
+        raise AttachError(f"{pid} is not a process id")
+    if pid == os.getpid():
+        raise AttachError("pyust attach cannot trace itself")
+    try:
+        status = _read(f"/proc/{pid}/status")
+    except FileNotFoundError:
+        raise AttachError(f"no process with pid {pid}") from None
+    except OSError as error:
+        raise AttachError(f"cannot read process {pid}: {error.strerror}") from None
+    uid = int(re.search(r"^Uid:\s+\d+\s+(\d+)", status, re.M).group(1))
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except PermissionError:
+        raise AttachError(f"process {pid} runs as user {_user_name(uid)}: run pyust attach as "
+                          "that user or as root") from None
+    except OSError:
+        raise AttachError(f"process {pid} has no executable (a kernel thread or a zombie): "
+                          "not a Python process") from None
+    exe = exe.removesuffix(" (deleted)")
+    version = _python_version(pid, exe)
+    if version is None:
+        raise AttachError(f"process {pid} is not a Python process (it runs {exe})")
+    if not OLDEST <= version <= NEWEST:
+        raise AttachError(f"process {pid} runs Python {version[0]}.{version[1]}: pyust "
+                          f"supports CPython {OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]}")
+    if os.geteuid() != 0:
+        if uid != os.geteuid():
+            raise AttachError(f"process {pid} runs as user {_user_name(uid)}: run pyust "
+                              "attach as that user or as root")
+        scope = _ptrace_scope()
+        if scope >= 1:
+            raise AttachError(
+                f"this kernel lets only a parent (or root) debug a process "
+                f"(kernel.yama.ptrace_scope = {scope}): run pyust attach as root, or "
+                "`sysctl kernel.yama.ptrace_scope=0` (as root) to let a user attach to "
+                "their own processes")
+    elif _ptrace_scope() >= 3:
+        raise AttachError("this kernel forbids attaching to any process "
+                          "(kernel.yama.ptrace_scope = 3, until the next boot)")
+    target = Target(pid, exe, version, uid)
+    if version >= REMOTE_EXEC:
+        _check_remote_debug(target)
+    elif shutil.which("gdb") is None:
+        raise AttachError(f"attaching to Python {target.version_text} needs gdb "
+                          "(apt-get install gdb); Python 3.14 and later need none")
+    return target
+
+
+def _check_remote_debug(target: Target) -> None:
+    """Refuses a 3.14+ target that disabled remote debugging, naming how."""
+    try:
+        environ = _read(f"/proc/{target.pid}/environ", "rb").split(b"\0")
+        argv = _read(f"/proc/{target.pid}/cmdline", "rb").split(b"\0")
+    except OSError:
+        return  # sys.remote_exec says so itself
+    how = None
+    if any(item.startswith(b"PYTHON_DISABLE_REMOTE_DEBUG=") and item != b"PYTHON_DISABLE_REMOTE_DEBUG="
+           for item in environ):
+        how = "its environment sets PYTHON_DISABLE_REMOTE_DEBUG"
+    for index, arg in enumerate(argv):
+        if arg == b"-X" and index + 1 < len(argv) and argv[index + 1] == b"disable_remote_debug":
+            how = "it runs with -X disable_remote_debug"
+        elif arg == b"-Xdisable_remote_debug":
+            how = "it runs with -X disable_remote_debug"
+    if how:
+        raise AttachError(f"process {target.pid} does not allow remote debugging ({how}): "
+                          "start it without that to attach")
+
+
+class Attachment:
+    """pyust inside a running process, from start() to detach(). options: what
+    pyust.start() takes (modules, exclude, lines, c_calls, fast)."""
+
+    def __init__(self, target: Target, options: dict):
+        self.target = target
+        self.options = options
+        self.backend = None
+        self.events = None  # what the process handed to LTTng while attached
+        self._page = None  # gdb's trampoline page in the target
+        self._control = tempfile.mkdtemp(prefix="pyust-attach-")
+        self._step = os.path.join(self._control, "step.py")
+        if os.geteuid() == 0 and target.uid != 0:
+            # The target reads the step and writes its results here.
+            os.chown(self._control, target.uid, -1)
+
+    # ------------------------------------------------------------- the steps
+
+    def start(self, wait: float, *, cancelled=None, on_wait=None) -> None:
+        """Has the target start tracing; returns once it did. wait: seconds to wait
+        for its main thread to run Python; cancelled(), if given, is asked meanwhile
+        (True: give up); on_wait(), if given, is called once when the wait passes two
+        seconds. Raises AttachError."""
+        result = self._step_in("start", wait, cancelled, on_wait)
+        self.backend = result.get("backend")
+        self.is_attached = True
+
+    def detach(self, wait: float) -> None:
+        """Has the target stop tracing and take pyust's hooks off (nothing to do
+        when it has exited). Raises AttachError."""
+        if not self.is_attached:
+            return
+        self.is_attached = False
+        if self.target.is_alive():
+            result = self._step_in("stop", wait, None, None)
+            self.events = result.get("events")
+
+    def close(self) -> None:
+        """Detaches if still attached (a failure then is not raised: the caller is
+        already failing), then removes what the attach made: gdb's page in the
+        target, once the target has run every step given to it, and the control
+        directory (a step not run yet then finds no file and does nothing)."""
+        try:
+            if self.is_attached:
+                try:
+                    self.detach(30)
+                except AttachError:
+                    pass
+            if self._page is not None and self._is_taken and self.target.is_alive():
+                self._gdb([f"call (int)munmap((void*){self._page}, 4096)"])
+                self._page = None
+        finally:
+            shutil.rmtree(self._control, ignore_errors=True)
+
+    is_attached = False
+    _is_taken = True  # whether the target has run every step given to it
+
+    def _step_in(self, action: str, wait: float, cancelled, on_wait) -> dict:
+        self._write_step(action)
+        self._is_taken = False
+        if self.target.version >= REMOTE_EXEC:
+            self._remote_exec()
+        elif action == "start":
+            self._pending_start()
+        else:
+            self._pending_stop()
+        result = self._wait_result(action, wait, cancelled, on_wait)
+        self._is_taken = True
+        if "error" in result:
+            raise AttachError(self._explain(result))
+        return result
+
+    def _explain(self, result: dict) -> str:
+        error = result["error"]
+        if result.get("import") or "Cannot load pyust's native hook" in error:
+            return (f"process {self.target.pid} (Python {self.target.version_text}) {error}; "
+                    f"install pyust for its interpreter: scripts/setup --python "
+                    f"{self.target.exe}")
+        return f"process {self.target.pid}: {error}"
+
+    def _write_step(self, action: str) -> None:
+        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        text = _STEP.format(control=self._control, action=action, step=self._step,
+                            package_parent=package_parent, options=self.options)
+        partial = self._step + ".part"
+        with open(partial, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.chmod(partial, 0o644)
+        os.replace(partial, self._step)
+        try:
+            os.unlink(os.path.join(self._control, f"result-{action}"))
+        except FileNotFoundError:
+            pass
+
+    def _wait_result(self, action: str, wait: float, cancelled, on_wait) -> dict:
+        path = os.path.join(self._control, f"result-{action}")
+        start = time.monotonic()
+        told = False
+        while True:
+            try:
+                with open(path, encoding="utf-8") as stream:
+                    return ast.literal_eval(stream.read())
+            except FileNotFoundError:
+                pass
+            except (OSError, ValueError, SyntaxError) as error:
+                raise AttachError(f"cannot read the answer of process {self.target.pid}: "
+                                  f"{error}") from None
+            if not self.target.is_alive():
+                raise AttachError(f"process {self.target.pid} exited before pyust could "
+                                  f"{'start' if action == 'start' else 'stop'} in it")
+            if cancelled is not None and cancelled():
+                raise AttachError(f"interrupted while waiting for process {self.target.pid}'s "
+                                  "main thread to run Python: nothing was recorded")
+            waited = time.monotonic() - start
+            if waited > wait:
+                raise AttachError(
+                    f"process {self.target.pid}'s main thread ran no Python for {wait:g} s "
+                    "(blocked in a system call or in C code), so pyust could not "
+                    f"{'start' if action == 'start' else 'stop'} there: try again, or give "
+                    "more time (--wait)")
+            if not told and waited > 2 and on_wait is not None:
+                on_wait()
+                told = True
+            time.sleep(0.01)
+
+    # ------------------------------------------------------- 3.14+: PEP 768
+
+    def _remote_exec(self) -> None:
+        if sys.version_info[:2] == self.target.version:
+            try:
+                sys.remote_exec(self.target.pid, self._step)
+            except (OSError, RuntimeError, ValueError) as error:
+                raise AttachError(self._remote_exec_failure(str(error))) from None
+            return
+        # sys.remote_exec must come from the target's own version.
+        result = subprocess.run(
+            [self.target.exe, "-I", "-S", "-c",
+             "import sys\ntry:\n    sys.remote_exec(int(sys.argv[1]), sys.argv[2])\n"
+             "except Exception as error:\n    sys.exit(str(error))\n",
+             str(self.target.pid), self._step],
+            capture_output=True, text=True, timeout=60)
+        if result.returncode != 0:
+            lines = (result.stderr or result.stdout).strip().splitlines()
+            raise AttachError(self._remote_exec_failure(lines[-1] if lines else
+                                                        f"status {result.returncode}"))
+
+    def _remote_exec_failure(self, message: str) -> str:
+        text = f"sys.remote_exec into process {self.target.pid} failed: {message}"
+        if "disable" in message.lower() or "not enabled" in message.lower():
+            text += (" (remote debugging is off in the target: PYTHON_DISABLE_REMOTE_DEBUG, "
+                     "-X disable_remote_debug, or an interpreter built without it)")
+        elif "permission" in message.lower() or "not permitted" in message.lower():
+            text += " (run pyust attach as root, or as the target's user)"
+        return text
+
+    # ------------------------------------------------- 3.10 to 3.13: gdb
+
+    def _gdb(self, commands: list) -> str:
+        """Runs gdb's commands in the target (stopped meanwhile); its output."""
+        args = ["gdb", "--batch", "--nx", "-q", "-p", str(self.target.pid),
+                "-iex", "set debuginfod enabled off", "-iex", "set auto-solib-add off",
+                "-ex", r"sharedlibrary libc\.so", "-ex", "sharedlibrary libpython"]
+        for command in commands:
+            args += ["-ex", command]
+        try:
+            result = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                                    stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise AttachError(f"gdb did not finish with process {self.target.pid} within "
+                              "120 s") from None
+        output = result.stdout + result.stderr
+        if "ptrace: Operation not permitted" in output:
+            raise AttachError(f"the kernel refused gdb access to process {self.target.pid} "
+                              "(ptrace): run pyust attach as root, or as the target's user "
+                              "with kernel.yama.ptrace_scope = 0")
+        if "No such process" in output and not self.target.is_alive():
+            raise AttachError(f"no process with pid {self.target.pid}")
+        return output
+
+    def _pending_start(self) -> None:
+        """Maps a page in the target, writes the trampoline there, and schedules it."""
+        trampoline = _TRAMPOLINE.format(step=self._step).encode() + b"\0"
+        if len(trampoline) > 4096:
+            raise AttachError("the control directory's path is too long for gdb's page")
+        image = os.path.join(self._control, "trampoline")
+        with open(image, "wb") as stream:
+            stream.write(trampoline)
+        output = self._gdb(["set $pyust_page = (void*)mmap(0, 4096, 3, 0x22, -1, 0)",
+                            f"restore {image} binary $pyust_page",
+                            'printf "PYUST page %lu\\n", (unsigned long)$pyust_page',
+                            'printf "PYUST pending %d\\n", (int)Py_AddPendingCall('
+                            "(int(*)(void*))PyRun_SimpleString, $pyust_page)"])
+        page = re.search(r"^PYUST page (\d+)$", output, re.M)
+        if page is None or int(page.group(1)) in (0, 2**64 - 1):
+            raise AttachError(f"gdb could not map a page in process {self.target.pid}: "
+                              + _gdb_error(output))
+        self._page = int(page.group(1))
+        self._check_pending(output)
+
+    def _pending_stop(self) -> None:
+        """Unmaps the trampoline's page (run long ago) and schedules the native
+        module's pyust_attach_stop()."""
+        commands = [r"sharedlibrary _native\.", 'printf "PYUST pending %d\\n", (int)'
+                    "Py_AddPendingCall((int(*)(void*))pyust_attach_stop, (void*)0)"]
+        if self._page is not None:
+            commands.insert(0, f"call (int)munmap((void*){self._page}, 4096)")
+        output = self._gdb(commands)
+        self._page = None
+        self._check_pending(output)
+
+    def _check_pending(self, output: str) -> None:
+        pending = re.search(r"^PYUST pending (-?\d+)$", output, re.M)
+        if pending is None:
+            raise AttachError(f"gdb could not schedule pyust in process {self.target.pid}: "
+                              + _gdb_error(output))
+        if pending.group(1) != "0":
+            raise AttachError(f"process {self.target.pid}'s queue of pending calls is full: "
+                              "try again in a moment")
+
+
+def _gdb_error(output: str) -> str:
+    """gdb's last line that says what went wrong."""
+    lines = [line for line in output.splitlines()
+             if line.strip() and not line.startswith(("[", "Reading", "Restoring", "PYUST"))]
+    return lines[-1] if lines else "no output"

@@ -1,0 +1,490 @@
+"""pyust attach PID: tracing a Python process that is already running.
+
+Each test starts a real process of the interpreter under test, without pyust on
+its path (a program started as any other), attaches `python -m pyust attach` to
+it, lets it work, detaches, and reads the trace back with babeltrace2. The
+process counts its own calls; the trace of each window must hold exactly those,
+and the process must go on as untraced (its output, its modules, its threads).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from lttng_harness import (FAST, PYTHON, PYUST_PATH, assert_balanced, child_env, python_version,
+                           read_trace)
+
+pytestmark = pytest.mark.skipif(
+    python_version(PYTHON) < (3, 14) and shutil.which("gdb") is None,
+    reason="attaching to Python 3.10 to 3.13 needs gdb (apt-get install gdb)")
+
+# A busy program: the main thread and two workers call tick() while the file GO
+# exists, and each writes how many calls it made to COUNT-NAME when it stops.
+# Every loop runs Python often (short sleeps), so pyust gets in at once.
+BUSY = """\
+import os, sys, threading, time
+
+here = os.path.dirname(os.path.abspath(__file__))
+GO = os.path.join(here, "GO")
+counts = {}
+
+def tick():
+    return 1
+
+def loop(name):
+    n = 0
+    reported = -1
+    while not os.path.exists(os.path.join(here, "END")):
+        if os.path.exists(GO):
+            n += tick()
+        else:
+            if n != reported:
+                with open(os.path.join(here, f"COUNT-{name}.part"), "w") as f:
+                    f.write(str(n))
+                os.replace(os.path.join(here, f"COUNT-{name}.part"),
+                           os.path.join(here, f"COUNT-{name}"))
+                reported = n
+            time.sleep(0.002)
+
+workers = [threading.Thread(target=loop, args=(f"w{i}",), name=f"worker-{i}") for i in range(2)]
+for w in workers:
+    w.start()
+print("ready", flush=True)
+loop("main")
+for w in workers:
+    w.join()
+print("modules", sorted(m for m in sys.modules if m.startswith("pyust")), flush=True)
+print("threads", sorted(t.name for t in threading.enumerate()), flush=True)
+print("end", flush=True)
+"""
+
+NAMES = ("main", "w0", "w1")
+
+
+def start_program(tmp_path: Path, source: str, *extra_args, python=PYTHON,
+                  env=None) -> subprocess.Popen:
+    """The program, started as a user starts theirs (no pyust on its path); returns
+    once it printed its first line."""
+    script = tmp_path / "prog.py"
+    script.write_text(source)
+    environment = dict(env or os.environ)
+    environment.pop("PYTHONPATH", None)
+    environment.pop("PYUST", None)
+    process = subprocess.Popen([python, *extra_args, str(script)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=environment,
+                               cwd=tmp_path)
+    first = process.stdout.readline()
+    assert first.strip() == "ready", process.stderr.read() if process.poll() is not None else first
+    return process
+
+
+def start_attach(pid: int, output: Path, *args) -> subprocess.Popen:
+    """`python -m pyust attach PID -o OUTPUT ARGS` (with --fast in the fast mode)."""
+    command = [PYTHON, "-m", "pyust", "attach", str(pid), "-o", str(output), *args]
+    if FAST:
+        command.append("--fast")
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=child_env())
+
+
+def wait_attached(attach: subprocess.Popen, timeout: float = 60) -> str:
+    """The attach's first lines up to "attached to process", which says it records."""
+    lines = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = attach.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "attached to process" in line:
+            return "".join(lines)
+    attach.kill()
+    raise AssertionError("pyust attach did not attach: " + "".join(lines) + attach.stderr.read())
+
+
+def finish_attach(attach: subprocess.Popen) -> str:
+    """Ends the recording with Ctrl-C's signal; the rest of attach's output."""
+    attach.send_signal(signal.SIGINT)
+    out, err = attach.communicate(timeout=120)
+    assert attach.returncode == 0, err
+    return err
+
+
+def counts(tmp_path: Path) -> dict:
+    return {name: int((tmp_path / f"COUNT-{name}").read_text()) for name in NAMES}
+
+
+def wait_counts_settled(tmp_path: Path, before: dict | None) -> dict:
+    """The per-thread counts once every thread wrote its count after the work."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            now = counts(tmp_path)
+            if before is None or all(now[name] > before[name] for name in NAMES):
+                return now
+        except (FileNotFoundError, ValueError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the program's threads did not report their counts")
+
+
+def window(tmp_path: Path, process: subprocess.Popen, seconds: float = 0.4) -> tuple:
+    """One attach-work-detach window: (counts before, counts after, trace dir, attach's
+    whole standard error)."""
+    before = wait_counts_settled(tmp_path, None)
+    output = tmp_path / f"trace-{time.monotonic_ns()}"
+    attach = start_attach(process.pid, output)
+    err = wait_attached(attach)
+    (tmp_path / "GO").write_text("")
+    time.sleep(seconds)
+    (tmp_path / "GO").unlink()
+    after = wait_counts_settled(tmp_path, before)
+    err += finish_attach(attach)
+    return before, after, output, err
+
+
+def ticks_by_thread(trace, tmp_path: Path) -> dict:
+    """Calls of tick() per thread name (python:thread names the threads)."""
+    names = {}
+    for event in trace.of("python:thread"):
+        names[event["fields"]["tid"]] = event["fields"]["name"]
+    codes = trace.codes
+    tick = {i for i, c in codes.items() if c["qualname"] == "tick"}
+    by_thread = {}
+    for key, events in trace.threads().items():
+        calls = sum(1 for e in events if e["name"] == "python:call" and e["fields"]["id"] in tick)
+        by_thread[names.get(key[1], str(key[1]))] = calls
+    return by_thread
+
+
+THREAD_NAME = {"main": "MainThread", "w0": "worker-0", "w1": "worker-1"}
+
+
+def end_program(tmp_path: Path, process: subprocess.Popen) -> str:
+    (tmp_path / "END").write_text("")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert err == ""
+    return out
+
+
+def test_two_windows_record_exactly_the_calls_the_program_counts(tmp_path):
+    """Attach, work, detach, attach again: each window's trace holds every tick()
+    of each thread that the program counted in it, balanced, and nothing after the
+    detach; the program ends as untraced, with no module or thread of pyust's."""
+    process = start_program(tmp_path, BUSY)
+    try:
+        for _ in range(2):
+            before, after, output, err = window(tmp_path, process)
+            assert "detached from process" in err
+            trace = read_trace(output)
+            assert {e["vpid"] for e in trace.events} == {process.pid}
+            ticks = ticks_by_thread(trace, tmp_path)
+            for name in NAMES:
+                assert after[name] - before[name] > 0
+                assert ticks.get(THREAD_NAME[name], 0) == after[name] - before[name], (name, ticks)
+            for events in trace.threads().values():
+                assert_balanced(trace, events, closed=False)
+        out = end_program(tmp_path, process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    # pyust's modules stay imported (a C extension cannot be unloaded), but its
+    # threads are gone, and the program's own output is as untraced.
+    lines = out.splitlines()
+    assert lines[-1] == "end"
+    assert lines[-2] == "threads ['MainThread']"
+
+
+def test_detach_leaves_the_program_as_it_was(tmp_path):
+    """After the detach: no hook (sys.getprofile / sys.monitoring tool), threading and
+    os._exit unwrapped, sys.path as before, no file of ours in the process."""
+    program = BUSY.replace('print("end", flush=True)', '''\
+import threading as _t
+print("profile", sys.getprofile() is None, flush=True)
+mon = getattr(sys, "monitoring", None)
+print("tools", [i for i in range(6) if mon and mon.get_tool(i)], flush=True)
+print("bootstrap", _t.Thread._bootstrap_inner.__qualname__, flush=True)
+print("exit", os._exit.__module__ if hasattr(os._exit, "__module__") else "", flush=True)
+print("path", [p for p in sys.path if p == PYUST_PATH], flush=True)
+print("end", flush=True)''')
+    process = start_program(tmp_path, program.replace("PYUST_PATH", repr(PYUST_PATH)))
+    controls = set(Path(tempfile.gettempdir()).glob("pyust-attach-*"))
+    try:
+        window(tmp_path, process)
+        # The control directory is gone, and the process holds no file of ours open.
+        assert set(Path(tempfile.gettempdir()).glob("pyust-attach-*")) == controls
+        open_files = [os.readlink(f"/proc/{process.pid}/fd/{fd}")
+                      for fd in os.listdir(f"/proc/{process.pid}/fd")]
+        assert not [f for f in open_files if "pyust" in f], open_files
+        out = end_program(tmp_path, process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "profile True" in out
+    assert "tools []" in out
+    assert "bootstrap Thread._bootstrap_inner" in out
+    assert "exit posix" in out
+    assert "path []" in out
+
+
+ASYNC_SERVER = """\
+import asyncio, os
+
+def echo(line):
+    return b"echo " + line
+
+async def handle(reader, writer):
+    line = await reader.readline()
+    writer.write(b"pong\\n" if line.startswith(b"ping") else echo(line))
+    await writer.drain()
+    writer.close()
+
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    print("ready", flush=True)
+    print(port, flush=True)
+    async with server:
+        while not os.path.exists("END"):
+            await asyncio.sleep(3600) if not os.path.exists("END") else None
+
+asyncio.run(main())
+"""
+
+
+def ask(port: int, text: str) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(text.encode() + b"\n")
+        return connection.makefile().readline()
+
+
+def test_asyncio_server_blocked_in_epoll(tmp_path):
+    """A server waiting in epoll_wait runs no Python: pyust gets in at its next
+    request, records the requests handled while attached (each answered as
+    untraced), and gets out at the next one after Ctrl-C."""
+    import threading
+
+    script = tmp_path / "prog.py"
+    script.write_text(ASYNC_SERVER)
+    environment = dict(os.environ)
+    environment.pop("PYTHONPATH", None)
+    process = subprocess.Popen([PYTHON, str(script)], stdout=subprocess.PIPE, text=True,
+                               env=environment, cwd=tmp_path)
+    pinging = threading.Event()
+
+    def ping_while_asked():
+        # Wakes the loop (pings are answered by the same handler, not counted).
+        while not stopped.is_set():
+            if pinging.is_set():
+                assert ask(port, "ping") == "pong\n"
+            time.sleep(0.1)
+
+    stopped = threading.Event()
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        port = int(process.stdout.readline())
+        pinger = threading.Thread(target=ping_while_asked, daemon=True)
+        pinger.start()
+        output = tmp_path / "trace"
+        attach = start_attach(process.pid, output)
+        pinging.set()
+        wait_attached(attach)
+        pinging.clear()
+        time.sleep(0.3)  # the pings under way are answered
+        for i in range(25):
+            assert ask(port, f"hello {i}") == f"echo hello {i}\n"
+        pinging.set()
+        err = finish_attach(attach)
+        pinging.clear()
+        assert "detached from process" in err
+        trace = read_trace(output)
+        codes = trace.codes
+        echoed = [e for e in trace.of("python:call")
+                  if codes[e["fields"]["id"]]["qualname"] == "echo"]
+        assert len(echoed) == 25
+        for events in trace.threads().values():
+            assert_balanced(trace, events, closed=False)
+        assert ask(port, "after") == "echo after\n"
+    finally:
+        stopped.set()
+        (tmp_path / "END").write_text("")
+        process.kill()
+        process.wait(timeout=30)
+
+
+BLOCKED = """\
+import os, sys
+def after_read(data):
+    return len(data)
+r = int(sys.argv[1])
+print("ready", flush=True)
+data = os.read(r, 100)
+total = sum(after_read(data) for _ in range(10))
+print("read", total, flush=True)
+print("pyust" in sys.modules, flush=True)
+"""
+
+
+def start_blocked(tmp_path: Path) -> tuple:
+    """The BLOCKED program, waiting in read(2) on a pipe: (process, the pipe's write end)."""
+    r, w = os.pipe()
+    script = tmp_path / "prog.py"
+    script.write_text(BLOCKED)
+    environment = dict(os.environ)
+    environment.pop("PYTHONPATH", None)
+    process = subprocess.Popen([PYTHON, str(script), str(r)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=environment,
+                               pass_fds=(r,))
+    os.close(r)
+    assert process.stdout.readline().strip() == "ready"
+    return process, w
+
+
+def test_blocked_in_a_system_call(tmp_path):
+    """A main thread blocked in read(2): attach says it waits, and attaches once the
+    read returns; its calls after that are in the trace."""
+    process, w = start_blocked(tmp_path)
+    try:
+        output = tmp_path / "trace"
+        attach = start_attach(process.pid, output, "--duration", "1")
+        line = attach.stderr.readline()
+        assert "waiting for process" in line and "main thread to run Python" in line, line
+        os.write(w, b"x" * 10)
+        out, err = attach.communicate(timeout=120)
+        assert attach.returncode == 0, err
+        assert f"process {process.pid} exited during the recording" in err
+        rest = process.stdout.read()
+        assert rest.splitlines()[0] == "read 100"
+        trace = read_trace(output)
+        assert sum(1 for e in trace.of("python:call")
+                   if trace.codes[e["fields"]["id"]]["qualname"] == "after_read") == 10
+    finally:
+        os.close(w)
+        process.kill()
+        process.wait(timeout=30)
+
+
+def test_wait_ends_and_leaves_nothing_behind(tmp_path):
+    """--wait on a process that stays blocked: one line, status 1, no trace kept; when
+    the process runs Python again, nothing of pyust's starts in it."""
+    process, w = start_blocked(tmp_path)
+    try:
+        output = tmp_path / "trace"
+        attach = start_attach(process.pid, output, "--wait", "1")
+        out, err = attach.communicate(timeout=120)
+        assert attach.returncode == 1
+        assert err.strip().splitlines()[-1] == (
+            f"pyust: error: process {process.pid}'s main thread ran no Python for 1 s "
+            "(blocked in a system call or in C code), so pyust could not start there: try "
+            "again, or give more time (--wait)")
+        assert not output.exists()
+        os.write(w, b"x" * 10)
+        out, err = process.communicate(timeout=60)
+        assert out.splitlines() == ["read 100", "False"]
+        assert err == ""
+    finally:
+        os.close(w)
+        if process.poll() is None:
+            process.kill()
+
+
+def test_errors_are_one_line(tmp_path):
+    """No such process; not a Python process: one line each, status 1."""
+    def attach_fails(pid) -> str:
+        result = subprocess.run([PYTHON, "-m", "pyust", "attach", str(pid)], capture_output=True,
+                                text=True, env=child_env(), timeout=60)
+        assert result.returncode == 1, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        return lines[0]
+
+    free = 4_000_000
+    while os.path.exists(f"/proc/{free}"):
+        free += 1
+    assert attach_fails(free) == f"pyust: error: no process with pid {free}"
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        sleep_exe = os.path.realpath(shutil.which("sleep"))
+        assert attach_fails(sleeper.pid) == (
+            f"pyust: error: process {sleeper.pid} is not a Python process (it runs {sleep_exe})")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_another_users_process_is_refused(tmp_path):
+    """A user attaching to a process of another user: one line naming the fix."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root (to run the attach as nobody) and setpriv")
+    process = start_program(tmp_path, BUSY)
+    try:
+        result = subprocess.run(
+            ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+             PYTHON, "-m", "pyust", "attach", str(process.pid)],
+            capture_output=True, text=True, env=child_env(HOME="/tmp"), timeout=60)
+        assert result.returncode == 1
+        assert result.stderr.strip() == (
+            f"pyust: error: process {process.pid} runs as user root: run pyust attach as that "
+            "user or as root")
+    finally:
+        (tmp_path / "END").write_text("")
+        process.communicate(timeout=60)
+
+
+def test_target_exiting_while_recorded(tmp_path):
+    """The process ends while attached: the trace up to its end is readable, the
+    summary says so, status 0."""
+    process = start_program(tmp_path, BUSY)
+    output = tmp_path / "trace"
+    attach = start_attach(process.pid, output)
+    wait_attached(attach)
+    (tmp_path / "GO").write_text("")
+    time.sleep(0.3)
+    end_program(tmp_path, process)
+    out, err = attach.communicate(timeout=120)
+    assert attach.returncode == 0, err
+    assert f"process {process.pid} exited during the recording" in err
+    ticks = ticks_by_thread(read_trace(output), tmp_path)
+    assert ticks["MainThread"] > 0 and ticks["worker-0"] > 0
+
+
+def test_an_interpreter_without_pyust_is_named(tmp_path):
+    """A Python that cannot load pyust's native hook: the line names the set-up command."""
+    others = []
+    try:
+        import subprocess as sp
+        root = sp.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
+        others = sorted(Path(root, "versions").glob("3.1[0-9]*/bin/python3"))
+    except OSError:
+        pass
+    mine = python_version(PYTHON)
+    candidates = [p for p in others if python_version(str(p)) != mine
+                  and (3, 10) <= python_version(str(p)) < (3, 14)
+                  and subprocess.run([str(p), "-c", "import pyust"], capture_output=True,
+                                     env={"PATH": os.environ["PATH"]}).returncode != 0]
+    if not candidates:
+        pytest.skip("no other CPython 3.10-3.13 without pyust installed (pyenv) on this machine")
+    python = str(candidates[0])
+    process = start_program(tmp_path, BUSY, python=python)
+    try:
+        result = subprocess.run([PYTHON, "-m", "pyust", "attach", str(process.pid), "-o",
+                                 str(tmp_path / "trace")], capture_output=True, text=True,
+                                env=child_env(), timeout=120)
+        assert result.returncode == 1
+        assert "install pyust for its interpreter: scripts/setup --python" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert not (tmp_path / "trace").exists()
+    finally:
+        (tmp_path / "END").write_text("")
+        out = process.communicate(timeout=60)[0]
+    assert "modules []" in out  # nothing of pyust's stayed imported
