@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import (FAST, PYTHON, PYUST_PATH, assert_balanced, child_env, python_version,
+from lttng_harness import (FAST, PYTHON, PYUST_PATH, READER, assert_balanced, child_env, python_version,
                            read_trace)
 
 pytestmark = pytest.mark.skipif(
@@ -428,9 +428,11 @@ def test_another_users_process_is_refused(tmp_path):
         pytest.skip("needs root (to run the attach as nobody) and setpriv")
     process = start_program(tmp_path, BUSY)
     try:
+        # Debian's interpreter runs pyust attach: nobody cannot run one under /root
+        # (pyenv's), and the refusal comes before anything depends on the version.
         result = subprocess.run(
             ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-             PYTHON, "-m", "pyust", "attach", str(process.pid)],
+             READER, "-m", "pyust", "attach", str(process.pid)],
             capture_output=True, text=True, env=child_env(HOME="/tmp"), timeout=60)
         assert result.returncode == 1
         assert result.stderr.strip() == (
