@@ -1,6 +1,6 @@
 """The side of `pyust attach` that runs inside the traced process.
 
-`pyust attach` (pyust.attach) writes a step file into a private control
+`pyust attach` (pyust.remote) writes a step file into a private control
 directory and has the target's main thread run it at its next safe point
 (sys.remote_exec on 3.14+, a pending call through gdb before). The step file
 imports this module and calls run(). On 3.10 to 3.13 the detach is a pending

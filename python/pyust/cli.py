@@ -604,7 +604,7 @@ def _attach_parser() -> argparse.ArgumentParser:
 
 
 def _attach_main(argv: list) -> int:
-    from . import attach
+    from . import remote
 
     parser = _attach_parser()
     args = parser.parse_args(argv)
@@ -627,8 +627,8 @@ def _attach_main(argv: list) -> int:
                              "or later writes CTF 2)")
         trace_format = None
     try:
-        target = attach.inspect(args.pid)
-    except attach.AttachError as error:
+        target = remote.inspect(args.pid)
+    except remote.AttachError as error:
         print(f"pyust: error: {error}", file=sys.stderr)
         return 1
     sessiond.check_not_stopped(sessiond.current())
@@ -656,7 +656,7 @@ def _attach_main(argv: list) -> int:
         session.enable_python(config)
         session.track_user_pid(target.pid)
         session.start()
-        attachment = attach.Attachment(target, options)
+        attachment = remote.Attachment(target, options)
         attachment.start(args.wait, cancelled=lambda: bool(ending), on_wait=lambda: print(
             f"pyust: waiting for process {target.pid}'s main thread to run Python (it is in a "
             "system call or C code; Ctrl-C to give up)", file=sys.stderr))
@@ -676,7 +676,7 @@ def _attach_main(argv: list) -> int:
         session.stop()
         stopped = True
         discarded = session.discarded_events()
-    except attach.AttachError as error:
+    except remote.AttachError as error:
         if began is None:  # nothing recorded: no trace to keep
             if session is not None:
                 session.destroy()

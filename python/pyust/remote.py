@@ -1,4 +1,4 @@
-"""Tracing a Python process that is already running: the library behind
+"""Getting into a running Python process and out again: the library behind
 `pyust attach PID`.
 
 How pyust gets into the process, by the target's interpreter:
