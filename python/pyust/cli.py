@@ -598,8 +598,12 @@ def _attach_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lines", action="store_true", help="also trace every line run")
     parser.add_argument("--fast", action="store_true",
                         help="fast mode: per-thread batches of compact records (as for run)")
-    parser.add_argument("--native", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--kernel", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--kernel", action="store_true",
+                        help="also record the process's system calls and scheduling from the "
+                             "attach on (as for run: LTTng's kernel tracer, else perf; root)")
+    parser.add_argument("--native", action="store_true",
+                        help="refused: native frames need lttng-ust's cyg-profile library "
+                             "preloaded when the program starts (use pyust run --native)")
     return parser
 
 
@@ -611,9 +615,6 @@ def _attach_main(argv: list) -> int:
     if args.native:
         raise UsageError("--native cannot attach: native frames need liblttng-ust-cyg-profile "
                          "preloaded when the program starts (use pyust run --native)")
-    if args.kernel:
-        raise UsageError("--kernel is not available with attach yet: record the process's "
-                         "system calls with pyust run --kernel")
     if args.num_subbuf < 2:
         raise UsageError("--num-subbuf must be at least 2")
     if args.duration is not None and args.duration <= 0:
@@ -645,6 +646,11 @@ def _attach_main(argv: list) -> int:
     handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {signum: signal.signal(signum, lambda signum, frame: ending.append(signum))
                 for signum in handled}
+    recorder = None
+    if args.kernel:
+        from . import kernel
+
+        recorder = kernel.choose()
     session = None
     attachment = None
     began = None
@@ -655,7 +661,11 @@ def _attach_main(argv: list) -> int:
         session.set_metadata_timer()
         session.enable_python(config)
         session.track_user_pid(target.pid)
+        if recorder:
+            recorder.prepare(session)
         session.start()
+        if recorder:
+            recorder.follow(target.pid)
         attachment = remote.Attachment(target, options)
         attachment.start(args.wait, cancelled=lambda: bool(ending), on_wait=lambda: print(
             f"pyust: waiting for process {target.pid}'s main thread to run Python (it is in a "
@@ -673,6 +683,8 @@ def _attach_main(argv: list) -> int:
             time.sleep(0.05)
         elapsed = time.monotonic() - began
         attachment.detach(args.wait)
+        if recorder:
+            recorder.stop()
         session.stop()
         stopped = True
         discarded = session.discarded_events()
@@ -689,13 +701,18 @@ def _attach_main(argv: list) -> int:
         try:
             if attachment is not None:
                 attachment.close()  # detaches first when still attached
+            if recorder and not stopped:
+                recorder.stop()
         finally:
             if session is not None:
                 session.destroy(wait=not stopped)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+    kernel_note = recorder.finish(session.path) if recorder else None
+    if kernel_note:
+        print(kernel_note, file=sys.stderr)
     recorded = None
-    if attachment.events is not None and not (args.fast and discarded):
+    if attachment.events is not None and not (args.fast and discarded) and not recorder:
         recorded = attachment.events - discarded
     else:
         recorded = _count_trace(session.path, args.fast)

@@ -117,8 +117,12 @@ class Recorder:
     def spawn(self, command: list, env: dict) -> subprocess.Popen:
         return subprocess.Popen(command, env=env)
 
+    def follow(self, pid: int) -> None:
+        """Records process pid, already running (pyust attach), from now on (instead
+        of spawn())."""
+
     def stop(self) -> None:
-        """The program has ended: stop recording."""
+        """The program has ended (or was detached from): stop recording."""
 
     def finish(self, trace: str) -> str | None:
         """The session is destroyed and its trace written: the one-line summary
@@ -140,6 +144,9 @@ class LttngKernelRecorder(Recorder):
 
     def spawn(self, command: list, env: dict) -> subprocess.Popen:
         return _spawn_gated(command, env, self.session.track_kernel_pid)
+
+    def follow(self, pid: int) -> None:
+        self.session.track_kernel_pid(pid)
 
     def finish(self, trace: str) -> str | None:
         return f"pyust: kernel events (LTTng kernel tracer) in {os.path.join(trace, 'kernel')}"
@@ -271,12 +278,12 @@ class PerfRecorder(Recorder):
         self.started = []
 
     def spawn(self, command: list, env: dict) -> subprocess.Popen:
-        return _spawn_gated(command, env, self._attach)
+        return _spawn_gated(command, env, self.follow)
 
-    def _attach(self, pid: int) -> None:
-        """Starts both perfs on pid (still in the gate, with the command name of the program
-        it becomes: both are sys.executable). When the system-wide one cannot run, the
-        per-process one records sched_switch too (the switches away only)."""
+    def follow(self, pid: int) -> None:
+        """Starts both perfs on pid (for spawn(): still in the gate, with the command name of
+        the program it becomes, both being sys.executable). When the system-wide one cannot
+        run, the per-process one records sched_switch too (the switches away only)."""
         try:
             with open(f"/proc/{pid}/comm") as file:
                 comm = file.read().strip()
