@@ -39,10 +39,11 @@ OLDEST = (3, 10)
 NEWEST = (3, 15)
 REMOTE_EXEC = (3, 14)  # sys.remote_exec from here on; gdb before
 
-# The one line gdb's pending call runs (PyRun_SimpleString in __main__'s
-# namespace): it binds no name there and lets nothing out. The step file it
-# reads is rewritten for each step, so one trampoline serves the attach and
-# the detach.
+# What the target runs first, in __main__'s namespace (gdb's pending call runs
+# it with PyRun_SimpleString, sys.remote_exec as the file trampoline.py): it
+# binds no name there and lets nothing out, and runs the step file in a
+# namespace of its own. The step file is rewritten for each step, so one
+# trampoline serves the attach and the detach.
 _TRAMPOLINE = ("try:\n"
                "    exec(compile(open({step!r}, 'rb').read(), {step!r}, 'exec'),"
                " {{'__name__': '__pyust_attach__'}})\n"
@@ -267,9 +268,13 @@ class Attachment:
         self._page = None  # gdb's trampoline page in the target
         self._control = tempfile.mkdtemp(prefix="pyust-attach-")
         self._step = os.path.join(self._control, "step.py")
+        self._trampoline = os.path.join(self._control, "trampoline.py")
         if os.geteuid() == 0 and target.uid != 0:
             # The target reads the step and writes its results here.
             os.chown(self._control, target.uid, -1)
+        with open(self._trampoline, "w", encoding="utf-8") as stream:
+            stream.write(_TRAMPOLINE.format(step=self._step))
+        os.chmod(self._trampoline, 0o644)
 
     # ------------------------------------------------------------- the steps
 
@@ -385,7 +390,7 @@ class Attachment:
     def _remote_exec(self) -> None:
         if sys.version_info[:2] == self.target.version:
             try:
-                sys.remote_exec(self.target.pid, self._step)
+                sys.remote_exec(self.target.pid, self._trampoline)
             except (OSError, RuntimeError, ValueError) as error:
                 raise AttachError(self._remote_exec_failure(str(error))) from None
             return
@@ -394,7 +399,7 @@ class Attachment:
             [self.target.exe, "-I", "-S", "-c",
              "import sys\ntry:\n    sys.remote_exec(int(sys.argv[1]), sys.argv[2])\n"
              "except Exception as error:\n    sys.exit(str(error))\n",
-             str(self.target.pid), self._step],
+             str(self.target.pid), self._trampoline],
             capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
             lines = (result.stderr or result.stdout).strip().splitlines()
@@ -436,10 +441,11 @@ class Attachment:
 
     def _pending_start(self) -> None:
         """Maps a page in the target, writes the trampoline there, and schedules it."""
-        trampoline = _TRAMPOLINE.format(step=self._step).encode() + b"\0"
+        with open(self._trampoline, "rb") as stream:
+            trampoline = stream.read() + b"\0"
         if len(trampoline) > 4096:
             raise AttachError("the control directory's path is too long for gdb's page")
-        image = os.path.join(self._control, "trampoline")
+        image = os.path.join(self._control, "trampoline.bin")
         with open(image, "wb") as stream:
             stream.write(trampoline)
         output = self._gdb(["set $pyust_page = (void*)mmap(0, 4096, 3, 0x22, -1, 0)",
