@@ -58,10 +58,12 @@ def loop(name):
 workers = [threading.Thread(target=loop, args=(f"w{i}",), name=f"worker-{i}") for i in range(2)]
 for w in workers:
     w.start()
+names_at_start = set(globals()) | {"names_at_start"}
 print("ready", flush=True)
 loop("main")
 for w in workers:
     w.join()
+print("globals", sorted(set(globals()) - names_at_start), flush=True)
 print("modules", sorted(m for m in sys.modules if m.startswith("pyust")), flush=True)
 print("threads", sorted(t.name for t in threading.enumerate()), flush=True)
 print("end", flush=True)
@@ -230,6 +232,7 @@ print("end", flush=True)''')
     finally:
         if process.poll() is None:
             process.kill()
+    assert "globals []" in out  # __main__'s namespace as it was
     assert "profile True" in out
     assert "tools []" in out
     assert "bootstrap Thread._bootstrap_inner" in out
