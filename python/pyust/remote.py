@@ -44,9 +44,12 @@ REMOTE_EXEC = (3, 14)  # sys.remote_exec from here on; gdb before
 # binds no name there and lets nothing out, and runs the step file in a
 # namespace of its own. The step file is rewritten for each step, so one
 # trampoline serves the attach and the detach.
+# (The file is closed by hand, in a lambda: a `with` would bind a name, and a file
+# left to the garbage collector gives a ResourceWarning, whose registry lands in
+# __main__'s namespace.)
 _TRAMPOLINE = ("try:\n"
-               "    exec(compile(open({step!r}, 'rb').read(), {step!r}, 'exec'),"
-               " {{'__name__': '__pyust_attach__'}})\n"
+               "    exec(compile((lambda f: [f.read(), f.close()][0])(open({step!r}, 'rb')),"
+               " {step!r}, 'exec'), {{'__name__': '__pyust_attach__'}})\n"
                "except BaseException:\n"
                "    pass\n")
 
