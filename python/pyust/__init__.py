@@ -14,6 +14,20 @@ It imports no more than the hook needs (threading, atexit): the hook mode and
 the .pth start programs after importing it, and a program must start with the
 modules it has untraced. (Hence no `from __future__ import`, no typing, no
 contextlib.)
+
+The package's layers, each importing only from the layers below it and never
+another module's private names:
+- the hook: this module, _native (C++), _runner (the hook mode), _activate, _attached,
+  _greenlet, tally;
+- leaves, importing nothing of pyust's: ctf (CTF trace files on disk, 1.8 and 2), args
+  (command-line support: UsageError, the parser, option types), pth;
+- libraries, which never touch argparse and raise their own errors: lttng (sessions and
+  channels), sessiond, kernel and perf_ctf, babeltrace (running babeltrace2 and reading
+  its answers), salvage, live, native, remote, children;
+- commands: pyust.commands, one module per command (run, attach, report, top,
+  activation for enable/disable, cflags, hook for the hook mode's argparse path);
+- cli, which only picks the command and ends its errors (`python -m pyust` goes from
+  __main__ through _runner to it).
 """
 
 import atexit

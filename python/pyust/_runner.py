@@ -105,7 +105,7 @@ def _forget_own_modules() -> None:
     """Modules that only pyust run's way of starting the program imported go, so that
     the program starts with the modules `python PROGRAM` has:
     - from 3.13 on, `python -c CODE` imports linecache to keep CODE's source for
-      tracebacks; pyust run starts its child that way (cli.child_command), but the
+      tracebacks; pyust run starts its child that way (commands.run.child_command), but the
       command is pyust's: linecache goes when it holds nothing else;
     - the sitecustomize that traces the program's children (children.py) stays in
       sys.modules when the interpreter has none of its own: it goes here. (In the

@@ -15,12 +15,11 @@ net://RELAYD/host/HOSTNAME/SESSION, and, at the end, where the relay daemon wrot
 trace: the directory itself when the relay daemon runs here (found from its command
 line), else the path under its output directory.
 
-Every failure raises LttngError (one line) or cli.UsageError.
+Every failure raises LttngError (one line) or, for a URL of another form, ValueError.
 """
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import re
@@ -37,24 +36,6 @@ CONTROL_PORT, DATA_PORT, LIVE_PORT = 5342, 5343, 5344
 # top` refreshes every second, and a table should not wait for half of its data.
 DEFAULT_TIMER_US = 200000
 _URL = re.compile(r"(net6?)://(\[[^\]]+\]|[^:/\[\]]+)(?::(\d+))?(?::(\d+))?/?")
-
-
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """The run parser's live options."""
-    parser.add_argument("--live", action="store_true",
-                        help="a live session: the trace streams through an lttng-relayd, "
-                             "readable while it is recorded (pyust top URL, babeltrace2 "
-                             "--input-format=lttng-live URL); without --relayd, one on "
-                             f"127.0.0.1 (started if none listens on port {CONTROL_PORT})")
-    parser.add_argument("--relayd", metavar="URL",
-                        help="with --live: the relay daemon, net://HOST[:CTRL_PORT[:DATA_PORT]] "
-                             f"(default ports {CONTROL_PORT}, {DATA_PORT})")
-    parser.add_argument("--live-port", type=int, default=LIVE_PORT, metavar="PORT",
-                        help=f"with --live: the relay daemon's live port, for the URL printed "
-                             f"(default: {LIVE_PORT})")
-    parser.add_argument("--live-timer", type=int, default=DEFAULT_TIMER_US, metavar="US",
-                        help=f"with --live: flush to the relay daemon every US microseconds "
-                             f"(default: {DEFAULT_TIMER_US})")
 
 
 class Relay:
@@ -95,39 +76,25 @@ class Relay:
                 "-o, default ~/lttng-traces)", True)
 
 
-def prepare(args: argparse.Namespace, output: str | None) -> Relay:
-    """The relay daemon of `run --live [--relayd URL]`: checks the options and, without
-    --relayd, starts one on 127.0.0.1 when none listens there (and says so). Raises
-    UsageError, LttngError."""
-    from .cli import UsageError
-
-    if not args.live:
-        raise UsageError("--relayd streams a live session: add --live")
-    if output:
-        raise UsageError("--output with --live: the relay daemon writes the trace, under its "
-                         "own output directory (lttng-relayd -o)")
-    if getattr(args, "kernel", False):
-        raise UsageError("--kernel with --live: not supported yet (perf writes its part into a "
-                         "local trace directory): record the kernel with a local session")
-    if args.live_timer <= 0:
-        raise UsageError("--live-timer must be a positive number of microseconds")
-    if not 0 < args.live_port < 65536:
-        raise UsageError(f"--live-port {args.live_port} is not a port number")
-    if args.relayd:
-        match = _URL.fullmatch(args.relayd)
+def prepare(relayd: str | None, live_port: int, live_timer: int) -> Relay:
+    """The relay daemon of `run --live [--relayd URL]`: relayd's, or without it one on
+    127.0.0.1, started when none listens there (and said so). Raises ValueError when
+    relayd is not a net://HOST[:CTRL_PORT[:DATA_PORT]] URL, LttngError."""
+    if relayd:
+        match = _URL.fullmatch(relayd)
         if not match:
-            raise UsageError(f"--relayd {args.relayd!r}: expected net://HOST[:CTRL_PORT"
+            raise ValueError(f"--relayd {relayd!r}: expected net://HOST[:CTRL_PORT"
                              f"[:DATA_PORT]], e.g. net://tracehost or net://10.0.0.7:5342:5343")
         _, host, control, _ = match.groups()
-        return Relay(args.relayd, host.strip("[]"), int(control or CONTROL_PORT),
-                     args.live_port, args.live_timer)
+        return Relay(relayd, host.strip("[]"), int(control or CONTROL_PORT), live_port,
+                     live_timer)
     if not _listens("127.0.0.1", CONTROL_PORT):
         start_relayd()
         print(f"pyust: no relay daemon was listening on 127.0.0.1:{CONTROL_PORT}: started one "
               f"on loopback (lttng-relayd -d, ports {CONTROL_PORT}-{LIVE_PORT}; it keeps "
               "running)", file=sys.stderr)
     return Relay(f"net://127.0.0.1:{CONTROL_PORT}:{DATA_PORT}", "127.0.0.1", CONTROL_PORT,
-                 args.live_port, args.live_timer)
+                 live_port, live_timer)
 
 
 def start_relayd() -> None:

@@ -332,17 +332,15 @@ class Session:
             _check(_run(["add-context", "--userspace", "--session", self.name,
                          "--channel", channel] + contexts), "cannot add the contexts")
 
-    def enable_native(self, config: ChannelConfig, events=None, contexts=None) -> None:
-        """A second channel for native frames: `events` (default: pyust.native's)
-        with `contexts` (default: pyust.native's: vpid, vtid, ip)."""
-        from . import native
-
+    def enable_native(self, config: ChannelConfig, events: tuple, contexts: tuple) -> None:
+        """A second channel for native frames: `events` with `contexts` (pyust.native's
+        EVENTS and CONTEXTS)."""
         self._enable_channel(NATIVE_CHANNEL, config)
         _check(_run(["enable-event", "--userspace", "--session", self.name,
-                     "--channel", NATIVE_CHANNEL, ",".join(events or native.EVENTS)]),
+                     "--channel", NATIVE_CHANNEL, ",".join(events)]),
                "cannot enable the native events")
         types = []
-        for context in contexts or native.CONTEXTS:
+        for context in contexts:
             types += ["--type", context]
         _check(_run(["add-context", "--userspace", "--session", self.name,
                      "--channel", NATIVE_CHANNEL] + types), "cannot add the native contexts")
@@ -463,35 +461,3 @@ def _mi_text(text: str, tag: str) -> str | None:
         return None
     node = root.find(f".//{_MI_NS}{tag}")
     return node.text if node is not None else None
-
-
-def count_events(trace: str, timeout: float = 600, *,
-                 plugin_path: list | None = None) -> int | None:
-    """Events in a trace, counted by babeltrace2's counter sink; None when
-    babeltrace2 is missing or cannot read the trace in time. With
-    plugin_path (pyust's plugin directories, [] for babeltrace2's own), the
-    trace goes through filter.pyust.expand first: fast-mode batches count as
-    the events they hold."""
-    babeltrace2 = shutil.which("babeltrace2")
-    if babeltrace2 is None or not os.path.isdir(trace):
-        return None
-    command = [babeltrace2]
-    for directory in plugin_path or []:
-        command += ["--plugin-path", directory]
-    command.append(trace)
-    if plugin_path is not None:
-        command.append("--component=filter.pyust.expand")
-    try:
-        result = subprocess.run(command + ["--component=sink.utils.counter"],
-                                capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None
-    if result.returncode != 0:
-        return None
-    # The counter prints running totals every 10,000 messages: the last wins.
-    count = None
-    for line in result.stdout.splitlines():
-        words = line.split()
-        if words[1:] == ["Event", "messages"] and words[0].isdigit():
-            count = int(words[0])
-    return count

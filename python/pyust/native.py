@@ -118,29 +118,3 @@ def preload_env(env: dict) -> dict:
     env = dict(env)
     env["LD_PRELOAD"] = ":".join(existing + [lib for lib in libraries if lib not in existing])
     return env
-
-
-def cflags_main(argv: list) -> int:
-    """`python -m pyust cflags [--cython]`: print the flags on one line."""
-    import argparse
-
-    from .cli import _Parser
-
-    parser = _Parser(
-        prog="python -m pyust cflags",
-        description=(
-            "Print the compiler flags that instrument an extension module's own "
-            "functions for `pyust run --native` (-finstrument-functions), but not the "
-            "inline functions of this interpreter's headers nor of /usr/include. "
-            "Use them with the interpreter that will run the module."),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=("setuptools:  Extension(..., extra_compile_args=FLAGS)\n"
-                "meson:       c_args: FLAGS in the extension_module()\n"
-                "shell:       CFLAGS=\"$(python3 -m pyust cflags)\" pip install ."),
-    )
-    parser.add_argument("--cython", action="store_true",
-                        help="also leave out Cython's own helper functions (__Pyx_*, and its "
-                             "code-object cache, function type and metaclass)")
-    args = parser.parse_args(argv)
-    print(" ".join(cflags(cython=args.cython)))
-    return 0

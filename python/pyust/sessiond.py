@@ -17,8 +17,10 @@ import os
 import pwd
 import shlex
 import socket
+import sys
 
-from .lttng import LttngError, count_events, sessiond_is_running
+from .babeltrace import count_events
+from .lttng import LttngError, sessiond_is_running, start_sessiond
 
 ROOT_RUNDIR = "/var/run/lttng"
 TRACING_GROUP = "tracing"
@@ -97,6 +99,16 @@ def current() -> Daemon:
     return Daemon(_read_pid(os.path.join(home, ".lttng", "lttng-sessiond.pid")), False)
 
 
+def ensure_running() -> None:
+    """Starts a session daemon (lttng-sessiond --daemonize) when none runs, and says so.
+    A daemon whose pid file names a running process answers without an `lttng list`
+    (20 ms and more). Raises LttngError."""
+    if current().state() != "running" and not sessiond_is_running():
+        start_sessiond()
+        print("pyust: no session daemon was running: started one (lttng-sessiond --daemonize)",
+              file=sys.stderr)
+
+
 def check_not_stopped(daemon: Daemon) -> None:
     """Raises LttngError, at once, when the daemon is stopped: every `lttng`
     command would wait for it."""
@@ -149,7 +161,7 @@ def crash_lines(daemon: Daemon, state: str, session_name: str, trace: str | None
                 f"{session_name} was left recording and its trace is incomplete; resume the "
                 f"daemon (`kill -CONT {daemon.pid}`), then `lttng destroy {session_name}` "
                 f"completes the trace in {trace}"]
-    counted = count_events(trace, timeout=120) if trace and os.path.isdir(trace) else None
+    counted = count_events(trace, fast=False, timeout=120) if trace and os.path.isdir(trace) else None
     if counted is None:
         readable = f"the trace in {trace} is not readable (the daemon died before writing it out)"
     else:

@@ -34,16 +34,14 @@ import argparse
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import textwrap
 
-from .cli import UsageError, _Parser
-from .report import (ReportError, _id_arg, _require_babeltrace2, _timeout_arg, explain_failure,
-                     param_string, plugin_dirs, run_babeltrace2)
+from .. import args as cli_args, babeltrace
+from ..args import UsageError
+from ..babeltrace import BabeltraceError
 
 _URL = re.compile(r"(net6?://(?:\[[^\]]+\]|[^:/\[\]]+)(?::\d+)?)(?:/host/([^/]+)/([^/]+))?/?")
-QUERY_TIMEOUT = 15.0
 # lttng-live's note while a session has no data yet: not worth a line under the table.
 _NOISE = ("Waiting for data availability",)
 
@@ -59,12 +57,6 @@ def _interval_arg(text: str) -> float:
     return value
 
 
-def _count_arg(text: str) -> int:
-    if not re.fullmatch(r"\d+", text.strip()) or int(text) == 0:
-        raise argparse.ArgumentTypeError(f"bad count {text!r}: expected a number >= 1")
-    return int(text)
-
-
 def _rows_arg(text: str) -> int:
     if not re.fullmatch(r"\d+", text.strip()):
         raise argparse.ArgumentTypeError(f"bad row count {text!r}: expected a number >= 0")
@@ -72,7 +64,7 @@ def _rows_arg(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = cli_args.Parser(
         prog="python -m pyust top",
         description=textwrap.fill(
             "Show the hottest functions of a live LTTng session (pyust run --live), "
@@ -93,46 +85,20 @@ def _parser() -> argparse.ArgumentParser:
                              "--live` prints it; or net://RELAYD[:LIVE_PORT] to list sessions")
     parser.add_argument("--interval", type=_interval_arg, default=1.0, metavar="S",
                         help="seconds between tables, of wall time (default: 1)")
-    parser.add_argument("--count", type=_count_arg, metavar="N",
+    parser.add_argument("--count", type=cli_args.positive_count, metavar="N",
                         help="stop after N tables (default: when the session ends)")
     parser.add_argument("--rows", type=_rows_arg, metavar="N",
                         help="functions per table (default: the terminal's height, or 20; "
                              "0: all)")
-    parser.add_argument("--pid", type=_id_arg, metavar="N", help="only process N (its vpid)")
+    parser.add_argument("--pid", type=cli_args.ident, metavar="N", help="only process N (its vpid)")
     parser.add_argument("--modules", action="append", metavar="PREFIXES",
                         help="only frames of these modules (comma-separated prefixes, as for "
                              "pyust report); repeatable")
-    parser.add_argument("--timeout", type=_timeout_arg, default=0.0, metavar="S",
+    parser.add_argument("--timeout", type=cli_args.timeout, default=0.0, metavar="S",
                         help="stop after S seconds (default: 0, no limit)")
     parser.add_argument("--show-command", action="store_true",
                         help="print the babeltrace2 command line on standard error first")
     return parser
-
-
-def list_sessions(relay_url: str) -> list:
-    """The live sessions of the relay daemon at relay_url (net://HOST[:PORT]), as dicts
-    (session-name, target-hostname, url, client-count, stream-count). Raises ReportError
-    when it cannot be reached."""
-    command = ["babeltrace2", "query", "src.ctf.lttng-live", "sessions",
-               "-p", f"url={param_string(relay_url)}"]
-    try:
-        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
-                                text=True, errors="replace", timeout=QUERY_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise ReportError(f"the relay daemon at {relay_url} did not answer within "
-                          f"{QUERY_TIMEOUT:g} s") from None
-    if result.returncode != 0:
-        raise ReportError(f"cannot list the live sessions of {relay_url} (is an lttng-relayd "
-                          f"listening there, on its live port, 5344 by default?): "
-                          f"{explain_failure(result.stderr, result.returncode)}")
-    sessions = []
-    for line in result.stdout.splitlines():
-        match = re.match(r"^(-?)\s*([\w-]+):\s*(.*)$", line)
-        if line.strip() == "-" or (match and match.group(1)):
-            sessions.append({})
-        if match and sessions:
-            sessions[-1][match.group(2)] = match.group(3).strip()
-    return [s for s in sessions if s]
 
 
 def _rows(args: argparse.Namespace) -> int:
@@ -146,9 +112,9 @@ def _rows(args: argparse.Namespace) -> int:
 def top_command(args: argparse.Namespace, url: str) -> list:
     """The babeltrace2 argument vector (no shell)."""
     command = ["babeltrace2"]
-    for directory in plugin_dirs():
+    for directory in babeltrace.plugin_dirs():
         command += ["--plugin-path", directory]
-    command += ["-c", "src.ctf.lttng-live", "-p", f"inputs=[{param_string(url)}]",
+    command += ["-c", "src.ctf.lttng-live", "-p", f"inputs=[{babeltrace.param_string(url)}]",
                 "-p", 'session-not-found-action="continue"',
                 # A live session's metadata grows as it goes: expand fast-mode
                 # batches whether or not they are declared yet (a standard
@@ -160,23 +126,21 @@ def top_command(args: argparse.Namespace, url: str) -> list:
         command += ["-p", f"count={args.count}"]
     if args.pid is not None:
         command += ["-p", f"pid={args.pid}"]
-    if args.modules:
-        prefixes = [p.strip() for value in args.modules for p in value.split(",") if p.strip()]
-        if not prefixes:
-            raise UsageError("--modules names no module: e.g. --modules myproj,numpy")
-        command += ["-p", f"modules={param_string(','.join(prefixes))}"]
+    modules = cli_args.module_prefixes(args.modules)
+    if modules:
+        command += ["-p", f"modules={babeltrace.param_string(modules)}"]
     return command
 
 
 def top(args: argparse.Namespace) -> int:
-    """Runs top as parsed by _parser(). Raises UsageError, ReportError."""
+    """Runs top as parsed by _parser(). Raises UsageError, BabeltraceError."""
     match = _URL.fullmatch(args.url)
     if not match:
         raise UsageError(f"bad URL {args.url!r}: expected net://RELAYD[:PORT]/host/HOSTNAME/"
                          "SESSION (as pyust run --live prints it), or net://RELAYD[:PORT]")
     relay_url, hostname, name = match.groups()
-    _require_babeltrace2()
-    sessions = list_sessions(relay_url)
+    babeltrace.require()
+    sessions = babeltrace.live_sessions(relay_url)
     if name is None:
         for session in sessions:
             print(f"{session.get('url', '?')}  ({session.get('stream-count', '?')} streams, "
@@ -195,13 +159,11 @@ def top(args: argparse.Namespace) -> int:
         print(shlex.join(command), file=sys.stderr)
     sys.stdout.flush()
     try:
-        notes = run_babeltrace2(command, args.timeout)
+        notes = babeltrace.run(command, args.timeout)
     except KeyboardInterrupt:
         return 0  # the usual way to leave top
-    except ReportError as error:
-        if "did not finish within" in str(error):
-            return 0  # --timeout: the tables so far are the answer
-        raise
+    except babeltrace.TimedOut:
+        return 0  # --timeout: the tables so far are the answer
     sys.stderr.write("".join(line for line in notes.splitlines(keepends=True)
                              if not line.strip().startswith(_NOISE)))
     return 0
@@ -212,6 +174,6 @@ def main(argv: list) -> int:
     babeltrace2 fails; 2 for a bad option: cli.main answers UsageError)."""
     try:
         return top(_parser().parse_args(argv))
-    except ReportError as error:
+    except BabeltraceError as error:
         print(f"pyust: error: {error}", file=sys.stderr)
         return 1

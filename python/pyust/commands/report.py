@@ -1,0 +1,359 @@
+"""`python -m pyust report`: profiles, call trees and flame graphs of a trace.
+
+    python -m pyust report TRACE... [--format profile|tree|lines|folded|chrome|svg] [-o FILE]
+           [--pid N] [--tid N] [--modules PREFIXES] [--min-duration D] [--from T] [--to T]
+           [--sort calls|self|total|mean] [--limit N] [--min-share P] [--max-size MB]
+           [--merge-processes] [--raw-names]
+
+The work is done by pyust's babeltrace2 plugin (src/plugin): this module checks the
+arguments and the traces (every `metadata` file before babeltrace2 sees it: pyust.ctf;
+damage and salvage: pyust.salvage), then runs, through pyust.babeltrace,
+
+    babeltrace2 [--plugin-path DIR] TRACE... -c sink.pyust.report -p format="..." ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import signal
+import sys
+import tempfile
+import textwrap
+
+from .. import args as cli_args, babeltrace, ctf, salvage
+from ..args import UsageError
+from ..babeltrace import BabeltraceError
+
+FORMATS = ("profile", "tree", "lines", "folded", "chrome", "svg")
+SORT_KEYS = ("self", "total", "calls", "mean")
+DEFAULT_TIMEOUT = 60.0
+# The defaults that keep a big program's report readable (sympy's import gives 4,173
+# functions and a 22 MB tree); each output says what they left out.
+DEFAULT_LIMIT = 40          # profile and lines rows
+DEFAULT_MIN_SHARE = 0.5     # tree: percent of the thread's time
+# Chrome JSON of 20 MB loads in speedscope in headless Chromium (125 s on a busy 2-core
+# machine), 61 MB did not within 300 s; Perfetto's UI crashes on 900 MB (its WebAssembly
+# memory). The README says when to raise it.
+DEFAULT_MAX_SIZE_MB = 20
+
+_EPILOG = """\
+formats:
+  profile  per function: calls, self and inclusive time, mean (cProfile's table)
+  tree     per thread, the call tree with inclusive and self times
+  lines    per file:line, hits and time (traces recorded with --lines)
+  folded   `frame;frame;frame self_ns` lines (flamegraph.pl, inferno, speedscope)
+  chrome   Chrome Trace Event JSON (Perfetto UI, chrome://tracing, speedscope)
+  svg      an interactive flame graph: click to zoom, hover, search
+
+what the defaults leave out, each time with a last line saying so:
+  profile, lines  the top 40 rows (--limit N; --limit 0: all), by self time (profile,
+                  --sort calls|self|total|mean) or time (lines)
+  tree            call paths under 0.5% of their thread's time (--min-share P; 0: all)
+  chrome          frames past 20 MB of JSON (--max-size MB; 0: no limit), so that
+                  speedscope and Perfetto's UI load it; --min-duration 10us keeps the
+                  whole timeline in fewer frames instead
+Several processes in one trace: profile writes a table per process (--merge-processes:
+one, by function), folded starts each stack with its process, and every format names
+processes by their command name and script, e.g. "pid 412 (python3 /srv/app.py)".
+
+Native frames (run --native) read as their Python or C++ names: Cython's functions
+as module.function (its wrapper, implementation and C function of one Python
+function in one frame), C++ demangled, GCC's .cold/.part/.constprop pieces after
+their function; --raw-names keeps the symbols.
+
+durations (--min-duration): 250ns, 10us, 2ms, 1.5s; a bare number is ns.
+times (--from, --to), on the trace's clock:
+  1795315016693230182          ns from the clock's origin (LTTng: the Unix epoch)
+  1795315016.693230182, 3.5ms  seconds from the origin as babeltrace2 writes them,
+                               or a number with a unit (ns, us, ms, s)
+  +2.5s, +300ms                from the start of the trace (its first packet)
+  HH:MM[:SS[.NNNNNNNNN]]       local time on the day the trace starts
+  YYYY-MM-DD HH:MM[:SS[.N]]    local date and time (set TZ=UTC for UTC)
+Frames are clipped to the window; stacks are still rebuilt from the whole trace.
+
+A trace records every process that emitted python:* events while it was
+recording: use --pid to keep only yours (a --pid or --tid that matches nothing
+fails and lists the processes and threads the trace holds).
+What the trace could not tell exactly (started mid-call, lost events, frames
+open at the end) is said per thread at the end of profile, tree and lines, in
+chrome's otherData, and on standard error for folded and svg.
+
+A damaged trace is read as far as it can be: a data stream file whose packet
+is cut off or has an impossible header is read up to that packet, and when
+babeltrace2 cannot decode an event, the report covers what came before it;
+a warning says what was left out (--no-salvage: fail instead).
+
+Exit status: 0, 1 when the trace or babeltrace2 fails, 2 for a bad option.
+A reader that stops reading (`pyust report TRACE | head`) ends the report
+quietly, as it ends `cat` (killed by SIGPIPE: status 141 in the shell).
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = cli_args.Parser(
+        prog="python -m pyust report",
+        description=textwrap.fill(
+            "Rebuild the Python call stacks of LTTng traces recorded with pyust and "
+            "write a report: the hottest functions (default), call trees, per-line "
+            "times, folded stacks, a Chrome trace or an SVG flame graph. Runs "
+            "babeltrace2 with pyust's plugin (sink.pyust.report).", 79),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("traces", nargs="+", metavar="TRACE",
+                        help="trace directory (as `pyust run -o` or lttng wrote it; several "
+                             "are read as one, on one timeline)")
+    parser.add_argument("-f", "--format", choices=FORMATS, default="profile",
+                        help="what to write (default: profile; see formats below)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write to FILE (replaced only when the report is complete) "
+                             "instead of standard output")
+    parser.add_argument("--pid", type=cli_args.ident, metavar="N", help="only process N (its vpid)")
+    parser.add_argument("--tid", type=cli_args.ident, metavar="N", help="only thread N (its vtid)")
+    parser.add_argument("--modules", action="append", metavar="PREFIXES",
+                        help="show only frames of these modules: comma-separated module-name "
+                             "prefixes (numpy matches numpy.core, not numpyro; C functions by "
+                             "their owner, e.g. builtins); the time of hidden frames goes to "
+                             "their nearest shown caller; repeatable")
+    parser.add_argument("--min-duration", type=cli_args.duration, metavar="D",
+                        help="leave out call paths shorter than D (tree, folded, chrome, svg; "
+                             "in folded their time goes to the caller), e.g. 10us, 2ms")
+    parser.add_argument("--sort", choices=SORT_KEYS, default="self",
+                        help="profile: order rows by self time (default), inclusive time, "
+                             "calls or mean inclusive time per call; lines: by time "
+                             "(self, total), hits (calls) or mean")
+    parser.add_argument("--limit", type=cli_args.count, default=None, metavar="N",
+                        help=f"profile, lines: show the first N rows (default: "
+                             f"{DEFAULT_LIMIT}; 0: all)")
+    parser.add_argument("--min-share", type=cli_args.share, default=None, metavar="P",
+                        help=f"tree: leave out call paths under P%% of their thread's time "
+                             f"(default: {DEFAULT_MIN_SHARE:g}; 0: none)")
+    parser.add_argument("--max-size", type=cli_args.megabytes, default=None, metavar="MB",
+                        help=f"chrome: stop adding frames that start after the JSON reaches "
+                             f"MB megabytes (default: {DEFAULT_MAX_SIZE_MB}; 0: no limit)")
+    parser.add_argument("--merge-processes", action="store_true",
+                        help="profile: one table for every process, functions merged by name "
+                             "and place (default: a table per process); folded: stacks "
+                             "without their process")
+    parser.add_argument("--raw-names", action="store_true",
+                        help="native frames (run --native) by their symbols as the binary "
+                             "names them (__pyx_pw_3nat_1run, _ZN2ns3runEv, run.cold) "
+                             "instead of readable names (nat.run, ns::run(), run)")
+    parser.add_argument("--from", dest="begin", metavar="T",
+                        help="only the part of the trace from time T (see times below)")
+    parser.add_argument("--to", dest="end", metavar="T",
+                        help="only the part of the trace up to time T")
+    parser.add_argument("--timeout", type=cli_args.timeout, default=DEFAULT_TIMEOUT, metavar="S",
+                        help=f"stop babeltrace2 after S seconds (default: {DEFAULT_TIMEOUT:g}; "
+                             "0: no limit)")
+    parser.add_argument("--no-salvage", dest="salvage", action="store_false",
+                        help="fail on a damaged trace instead of reporting what can be read")
+    parser.add_argument("--show-command", action="store_true",
+                        help="print the babeltrace2 command line on standard error first")
+    return parser
+
+
+# --------------------------------------------------------------------- main
+
+def _params(args: argparse.Namespace, metadata_dirs: list, output) -> dict:
+    params = {"format": args.format}
+    if args.salvage:
+        params["salvage"] = True
+    if output:
+        params["output"] = output
+    if args.pid is not None:
+        params["pid"] = args.pid
+    if args.tid is not None:
+        params["tid"] = args.tid
+    modules = cli_args.module_prefixes(args.modules)
+    if modules:
+        params["modules"] = modules
+    if args.min_duration:
+        params["min-duration"] = args.min_duration
+    if args.format in ("profile", "lines"):
+        if args.sort != "self":
+            params["sort"] = args.sort
+        params["limit"] = DEFAULT_LIMIT if args.limit is None else args.limit
+    elif args.limit is not None:
+        raise UsageError("--limit is for the profile and lines formats (tree: --min-share, "
+                         "chrome: --max-size)")
+    elif args.sort != "self":
+        raise UsageError("--sort is for the profile and lines formats")
+    if args.format == "tree":
+        share = DEFAULT_MIN_SHARE if args.min_share is None else args.min_share
+        if share:
+            params["min-share"] = f"{share:g}"
+    elif args.min_share is not None:
+        raise UsageError("--min-share is for the tree format")
+    if args.format == "chrome":
+        size = DEFAULT_MAX_SIZE_MB if args.max_size is None else args.max_size
+        if size:
+            params["max-size"] = max(1, int(size * 10**6))
+    elif args.max_size is not None:
+        raise UsageError("--max-size is for the chrome format")
+    if args.merge_processes:
+        params["merge-processes"] = True
+    if args.raw_names:
+        params["raw-names"] = True
+
+    start = []
+
+    def trace_start_once() -> int:
+        if not start:
+            start.append(babeltrace.trace_start(metadata_dirs, args.timeout))
+        return start[0]
+
+    for option, name in (("begin", "--from"), ("end", "--to")):
+        text = getattr(args, option)
+        if text is None:
+            continue
+        try:
+            params[option] = cli_args.parse_time(text, trace_start_once)
+        except ValueError as error:
+            raise UsageError(f"{name}: {error}") from None
+        if not -(2**63) <= params[option] < 2**63:
+            raise UsageError(f"{name}: {text!r} is out of range")
+    if "begin" in params and "end" in params and params["begin"] > params["end"]:
+        raise UsageError(f"--from {args.begin} is after --to {args.end}")
+    return params
+
+
+def _output_target(path: str) -> str:
+    """Checks -o FILE before babeltrace2 runs; its absolute path."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        raise UsageError(f"-o {path} is a directory: give a file name")
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise UsageError(f"-o {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) and not os.access(path, os.W_OK):
+        raise UsageError(f"-o {path}: cannot write into {parent}")
+    return path
+
+
+def _temporary_beside(path: str) -> str:
+    """A new empty file in path's directory, with the mode a new file gets."""
+    try:
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path),
+                                         prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as error:
+        raise BabeltraceError(f"cannot write -o {path}: {error.strerror}") from None
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)
+    return temporary
+
+
+def report(args: argparse.Namespace) -> int:
+    """Runs one report as parsed by _parser(). Raises UsageError, BabeltraceError,
+    ctf.CtfError."""
+    output = _output_target(args.output) if args.output else None
+    metadata = [m for trace in args.traces for m in ctf.find_metadata(trace)]
+    texts = {path: ctf.check_metadata(path).text for path in metadata}
+    babeltrace.require()
+    damages, is_readable = salvage.find_damage(texts)
+    if damages and not is_readable:
+        raise BabeltraceError(f"damaged trace: not one packet of its data streams is complete "
+                          f"({damages[0].describe()})")
+    if damages and not args.salvage:
+        raise BabeltraceError(f"damaged trace: {damages[0].describe()} (without --no-salvage, "
+                          "pyust reports what can be read)")
+    for damage in damages:
+        print(f"pyust: warning: damaged trace: {damage.describe()}", file=sys.stderr)
+    copies = salvage.temporary_directory() if damages else None
+    try:
+        traces = salvage.salvaged_copy(args.traces, damages, copies) if damages else args.traces
+        return _report(args, traces, metadata, output)
+    finally:
+        if copies:
+            salvage.remove(copies)
+
+
+def _report(args: argparse.Namespace, traces: list, metadata: list, output) -> int:
+    params = _params(args, sorted({os.path.dirname(m) for m in metadata}), output)
+    plugin_path = babeltrace.plugin_dirs()
+    debug_info = babeltrace.has_native_events(metadata)
+    expand = babeltrace.has_batches(metadata)
+    if args.show_command:
+        print(shlex.join(babeltrace.report_command(traces, params, plugin_path, debug_info, expand)),
+              file=sys.stderr)
+
+    # A new file or a regular one is written beside the target and renamed at the end,
+    # so that a failed run leaves the previous file as it was; a symbolic link (such as
+    # /dev/stdout), a device or a pipe is written to in place.
+    temporary = None
+    if output and (not os.path.lexists(output) or
+                   (os.path.isfile(output) and not os.path.islink(output))):
+        temporary = params["output"] = _temporary_beside(output)
+    try:
+        sys.stdout.flush()
+        notes = babeltrace.run(
+            babeltrace.report_command(traces, params, plugin_path, debug_info, expand), args.timeout)
+        if temporary:
+            os.replace(temporary, output)
+            temporary = None
+    finally:
+        if temporary:
+            os.unlink(temporary)
+    sys.stderr.write(_salvage_notes(notes))
+    return 0
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+_DAMAGE_NOTE = re.compile(r"^Damaged trace: (.*)\n(.*)$", re.M)
+_CUT_NOTE = re.compile(r"^Chrome trace cut: ", re.M)
+
+
+def _salvage_notes(notes: str) -> str:
+    """babeltrace2's standard error after a run the sink salvaged (it stopped at an error
+    and reported what came before): its error log, then the sink's "Damaged trace: ..."
+    note, become one warning. Other notes are kept as they are."""
+    notes = _CUT_NOTE.sub("pyust: note: chrome: ", notes)
+    damage = _DAMAGE_NOTE.search(notes)
+    if not damage:
+        return notes
+    kept = [line for line in notes[:damage.start()].splitlines(keepends=True)
+            if not babeltrace.is_log_line(line)]
+    reason = babeltrace.without_addresses(damage.group(1))
+    return ("".join(kept).rstrip("\n") + ("\n" if kept else "") +
+            f"pyust: warning: damaged trace: {reason}; {_lower_first(damage.group(2))}\n" +
+            notes[damage.end():].lstrip("\n"))
+
+
+def _end_as_closed_pipe() -> None:
+    """Ends the process as a Unix tool ends when its reader goes away: silently, killed
+    by SIGPIPE (the shell's status 141), babeltrace2 already gone."""
+    # Python would report the closed pipe again when it flushes standard output at exit.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+    sys.exit(128 + signal.SIGPIPE)  # not reached, unless SIGPIPE is blocked
+
+
+def main(argv: list) -> int:
+    """`python -m pyust report ARGS`: the exit status (0, 1 when the trace or
+    babeltrace2 fails, 2 for a bad option). One line `pyust: error: ...` on
+    standard error for each failure; bugs keep their traceback. When standard
+    output is a pipe whose reader is gone, the process ends killed by SIGPIPE,
+    as `cat` does, without a message."""
+    try:
+        return report(_parser().parse_args(argv))
+    except (babeltrace.ClosedPipe, BrokenPipeError):
+        _end_as_closed_pipe()
+    except UsageError as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 2
+    except (BabeltraceError, ctf.CtfError) as error:
+        print(f"pyust: error: {error}", file=sys.stderr)
+        return 1
+
+

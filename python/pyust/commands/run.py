@@ -1,0 +1,442 @@
+"""`python -m pyust run`: create an LTTng session, trace the program (and its Python
+children) into it, stop and destroy the session, and say what the trace holds.
+
+The program runs in a child interpreter, `python -c ... -- PROGRAM` (child_command),
+under pyust's hook; pyust run waits for it with its terminating signals blocked and
+passes them on (SignalGuard, _run_child), so that the session is always stopped and
+destroyed and pyust run ends as the program did (exit_like).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from .. import args as cli_args, babeltrace, children, live, lttng, sessiond, tally
+from ..args import UsageError
+
+
+def main(argv: list) -> int:
+    """`python -m pyust run ARGS`: the program's exit status (a program killed by a
+    signal kills pyust run with it). Raises UsageError, LttngError."""
+    try:
+        return _run(argv)
+    except Signalled as signalled:
+        return exit_like(-signalled.signum)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = cli_args.Parser(
+        prog="python -m pyust run",
+        description=(
+            "Create an LTTng session, record the program's python:* events (with the "
+            "vpid and vtid contexts) into it, then stop and destroy the "
+            "session and print where the trace is, how many events it holds and how "
+            "many LTTng discarded. A session daemon is started if none is running."
+        ),
+    )
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="trace directory, created private (0700); it must not exist or "
+                             "be empty, and not be a symbolic link (default: lttng's, "
+                             "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
+    parser.add_argument("--name", help="session name (default: pyust-PID-TIME)")
+    cli_args.add_channel_options(parser, lttng.TRACE_FORMATS)
+    parser.add_argument("--no-discard", action="store_true",
+                        help="make the program wait for buffer space instead of letting "
+                             "LTTng discard events (slower, loses nothing)")
+    parser.add_argument("--no-count", action="store_true",
+                        help="do not count the recorded events at the end (large traces)")
+    parser.add_argument("--shm-path", metavar="DIR",
+                        help="keep the ring buffers as files in DIR (lttng create --shm-path): "
+                             "if the session daemon crashes, `lttng-crash -x OUT DIR` still "
+                             "extracts the last events (pyust run prints the command)")
+    parser.add_argument("--snapshot", action="store_true",
+                        help="flight recorder: keep only the latest events in the buffers "
+                             "(--subbuf-size x --num-subbuf per CPU, overwriting the oldest) and "
+                             "write them as a snapshot when the program ends (`lttng snapshot "
+                             "record -s NAME` takes more while it runs)")
+    parser.add_argument("--tracefile-size", metavar="SIZE",
+                        help="rotate each stream file at SIZE (at least --subbuf-size)")
+    parser.add_argument("--tracefile-count", type=int, metavar="N",
+                        help="with --tracefile-size: keep only the last N files of each stream "
+                             "(the oldest events are deleted)")
+    _add_live_options(parser)
+    parser.add_argument("--native", action="store_true",
+                        help="also record the native frames of extensions built with "
+                             "`python -m pyust cflags` (preloads liblttng-ust-dl and "
+                             "liblttng-ust-cyg-profile; a second channel, pyust-native, "
+                             "with the ip context that babeltrace2's debug-info needs)")
+    parser.add_argument("--kernel", action="store_true",
+                        help="also record the program's system calls and scheduling "
+                             "(sched_switch): with LTTng's kernel tracer when lttng-modules "
+                             "is loaded, else with perf into TRACE/kernel-perf and "
+                             "TRACE/kernel-perf-sched (root)")
+    parser.add_argument("--no-children", action="store_true",
+                        help="trace only the program's process (and its forks), not the Python "
+                             "programs it starts")
+    cli_args.add_hook_options(parser)
+    return parser
+
+
+def _relay(args: argparse.Namespace) -> live.Relay:
+    """The relay daemon of --live [--relayd URL], the options checked. Raises UsageError,
+    LttngError."""
+    if not args.live:
+        raise UsageError("--relayd streams a live session: add --live")
+    if args.output:
+        raise UsageError("--output with --live: the relay daemon writes the trace, under its "
+                         "own output directory (lttng-relayd -o)")
+    if args.kernel:
+        raise UsageError("--kernel with --live: not supported yet (perf writes its part into a "
+                         "local trace directory): record the kernel with a local session")
+    if args.live_timer <= 0:
+        raise UsageError("--live-timer must be a positive number of microseconds")
+    if not 0 < args.live_port < 65536:
+        raise UsageError(f"--live-port {args.live_port} is not a port number")
+    try:
+        return live.prepare(args.relayd, args.live_port, args.live_timer)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _run(argv: list) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    target = cli_args.split_target(args, parser.prog)
+    if args.tracefile_count is not None and (args.tracefile_count < 1 or not args.tracefile_size):
+        raise UsageError("--tracefile-count needs --tracefile-size and must be at least 1")
+    if args.snapshot and (args.live or args.relayd):
+        raise UsageError("--snapshot and --live cannot go together")
+    knows_formats = lttng.knows_trace_formats()
+    trace_format = cli_args.trace_format(args, knows_formats)
+    if target[0] != "-m" and not os.path.exists(target[0]):
+        # Python's own message and status for a missing script, before any session.
+        filename = os.path.join(os.getcwd(), target[0])
+        program = (getattr(sys, "orig_argv", None) or [sys.executable])[0]
+        print(f"{program}: can't open file {filename!r}: [Errno 2] No such file or directory",
+              file=sys.stderr)
+        return 2
+    sessiond.check_not_stopped(sessiond.current())  # else every lttng command would wait
+    relay = _relay(args) if args.live or args.relayd else None
+    # Made last among the checks: a refused command leaves no directory behind.
+    output = cli_args.output_directory(args.output) if args.output else None
+    name = args.name or f"pyust-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}"
+    config = lttng.ChannelConfig(subbuf_size=args.subbuf_size, num_subbuf=args.num_subbuf,
+                                 blocking=args.no_discard, overwrite=args.snapshot,
+                                 tracefile_size=args.tracefile_size,
+                                 tracefile_count=args.tracefile_count)
+    shm_path = (cli_args.private_directory(args.shm_path, "--shm-path") if args.shm_path
+                else None)
+    if args.native:
+        from .. import native  # ctypes and sysconfig: only for --native
+
+        native.preload_env(os.environ)  # lttng-ust's helpers are there, or one line
+
+    sessiond.ensure_running()
+    daemon = sessiond.current()
+
+    recorder = None
+    if args.kernel:
+        from .. import kernel  # only for --kernel
+
+        recorder = kernel.choose()
+    # The processes count their events (pyust.tally) where the trace holds exactly what they
+    # handed to LTTng less what it discarded; else the trace is counted (count_events).
+    counter = None
+    if not (args.no_count or args.snapshot or args.native or recorder or relay
+            or args.tracefile_count):
+        counter = tally.Tally.create()
+    kids = children.prepare(cli_args.hook_flags(args), enabled=not args.no_children,
+                            tally=counter and counter.directory)
+    session = None
+    status = None
+    # From here on a terminating signal ends the run cleanly: before the program
+    # starts, pyust run destroys the session and dies of it; while the program
+    # runs, the program gets it (see _run_child); after, it waits for the trace.
+    guard = SignalGuard()
+    stopped = False
+    emitted = None
+    try:
+        started = False
+        try:
+            if output and not (relay or shm_path or args.snapshot or args.native or recorder
+                               or (knows_formats and not trace_format)):
+                # The usual case: one `lttng load` (and the metadata timer, the start).
+                session = lttng.Session.create_started(name, output, config, trace_format)
+                started = session is not None
+            if session is None:
+                session = relay.create(name, trace_format) if relay else lttng.Session.create(
+                    name, output, shm_path=shm_path, snapshot=args.snapshot,
+                    trace_format=trace_format)
+        except (KeyboardInterrupt, Signalled):
+            # Interrupted while lttng created it: the session may exist, not known here.
+            _destroy_if_ours(name, output, generated=args.name is None)
+            raise
+        if not started:
+            session.set_metadata_timer()
+            session.enable_python(config)
+            if args.native:
+                from .. import native
+
+                session.enable_native(config, native.EVENTS, native.CONTEXTS)
+            if recorder:
+                recorder.prepare(session)
+            session.start()
+        warning = sessiond.root_daemon_warning(daemon)
+        if warning:
+            print(warning, file=sys.stderr)
+        if relay:
+            relay.announce(name)
+        try:
+            status = _run_child(target, cli_args.hook_flags(args), guard, blocking=args.no_discard,
+                                native=args.native, spawn=recorder and recorder.spawn,
+                                kids=kids, tally=counter and counter.directory)
+        finally:
+            if recorder:
+                recorder.stop()
+        lines = _daemon_failure(daemon, session, shm_path)
+        if lines:  # the session cannot be stopped: say what happened, end as the program
+            session = None
+            print("\n".join(lines), file=sys.stderr)
+            guard.release()
+            return exit_like(status)
+        session.stop()
+        stopped = True
+        if args.snapshot:
+            session.snapshot_record()
+        discarded = session.discarded_events()
+        emitted = counter.total() if counter else None
+    finally:
+        try:
+            if session is not None:
+                # Once stopped, the trace is complete on disk: the daemon need not be
+                # waited for while it tears the session down (0.5 s). A live session's
+                # relay daemon is waited for.
+                session.destroy(wait=not stopped or bool(relay))
+        finally:
+            processes = children.finish(kids)
+            if counter:
+                counter.remove()
+            # A signal that came once the program had ended, while the session was
+            # stopped and destroyed, ends pyust run now, by that signal.
+            guard.release()
+
+    kernel_note = recorder.finish(session.path) if recorder else None
+    if kernel_note:
+        print(kernel_note, file=sys.stderr)
+    if relay:
+        session.path, args.no_count = relay.trace_path(name, args.no_count)
+    recorded = None
+    if emitted is not None and not (args.fast and discarded):
+        recorded = emitted - discarded
+    elif not args.no_count:
+        # (The fast mode's discarded events are batches of records: the trace says how many.)
+        recorded = babeltrace.count_events(session.path, fast=args.fast)
+    summary = f"pyust: {'snapshot (the latest events)' if args.snapshot else 'trace'} in {session.path}"
+    if recorded is not None:
+        summary += f": {recorded} events recorded"
+    elif not args.no_count:
+        summary += ": events not counted (babeltrace2 missing or failed)"
+    summary += f", {discarded} discarded by LTTng"
+    summary += children.traced(processes)
+    print(summary, file=sys.stderr)
+    if discarded:
+        what = "batches of records (fast mode)" if args.fast else "events"
+        print(f"pyust: {what} were lost because the buffers filled up: use larger buffers "
+              "(--subbuf-size, --num-subbuf) or --no-discard", file=sys.stderr)
+    return exit_like(status)
+
+
+def _destroy_if_ours(name: str, output: str | None, *, generated: bool) -> None:
+    """Destroys session name when this run created it: its name was made by
+    pyust run, or its trace goes to this run's new --output directory (a
+    session of that name that existed before is someone else's)."""
+    path = lttng.session_output(name)
+    if path is not None and (generated or (output and path == output)):
+        lttng.destroy_session(name)
+
+
+def _daemon_failure(daemon, session, shm_path: str | None) -> list:
+    """The lines to print when the session daemon stopped or died during the run
+    (the session cannot be stopped then); empty when it runs."""
+    state = daemon.state()
+    if state == "running":
+        return []
+    return sessiond.crash_lines(daemon, state, session.name, session.path, shm_path)
+
+
+def _run_child(target: list, hook_flags: list, guard: "SignalGuard", *, blocking: bool,
+               native: bool = False, spawn=None, kids=None, tally: str | None = None) -> int:
+    """Run the program in a child interpreter under the hook; its status.
+
+    The terminating signals sent to pyust run while the program runs go to
+    the program, which ends (or not) as it would untraced; pyust run waits
+    for it, so that the session is always stopped and destroyed. Those the
+    terminal sends to its whole foreground group (Ctrl-C, Ctrl-\\, hang-up)
+    have reached the program already and are not sent twice. With `kids`,
+    the program's Python children are traced too (children.py). With `tally`,
+    the program counts its events there (pyust.tally)."""
+    env = dict(os.environ)
+    if blocking:
+        env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
+    if native:
+        from .. import native
+
+        env = native.preload_env(env)
+    if kids is not None:
+        env = kids.environ(env)
+    command = child_command(hook_flags, target, tally)
+    # The child gets every signal's disposition and mask as pyust run got them:
+    # the guard's handlers are reset by exec, and the signals are blocked only
+    # once it runs (one that comes during the spawn is kept and passed on).
+    guard.spawning = True
+    try:
+        child = spawn(command, env) if spawn else subprocess.Popen(command, env=env)
+    finally:
+        guard.block()
+        guard.spawning = False
+    for signum in guard.take_early():
+        _pass_on(child, signum)
+    while True:
+        status = child.poll()
+        if status is not None:
+            return status
+        info = signal.sigtimedwait(guard.waited, 1.0)
+        if info is None or info.si_signo == signal.SIGCHLD:
+            continue
+        if info.si_code == _SI_KERNEL:
+            # The terminal's signals (and those of pyust run's own limits) come from
+            # the kernel: the terminal's reached the program's process group too.
+            continue
+        _pass_on(child, info.si_signo)
+
+
+def _pass_on(child, signum: int) -> None:
+    try:
+        child.send_signal(signum)
+    except ProcessLookupError:
+        pass
+
+
+# siginfo's si_code of a signal the kernel sent (a terminal's, a resource
+# limit's), as opposed to kill(2) or sigqueue(3) by a process.
+_SI_KERNEL = 0x80
+
+# The signals that end a process by default and that one sends to end it.
+# Not the faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS, SIGTRAP): those
+# would be pyust run's own crash.
+_TERMINATING = ("SIGHUP", "SIGINT", "SIGQUIT", "SIGABRT", "SIGUSR1", "SIGUSR2", "SIGPIPE",
+                "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF",
+                "SIGIO", "SIGPWR")
+
+
+class Signalled(BaseException):
+    """A terminating signal came to pyust run before the program started:
+    pyust run cleans up, then dies of it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class SignalGuard:
+    """pyust run's terminating signals, from the session's creation to its
+    destruction (see _run and _run_child)."""
+
+    def __init__(self):
+        signums = [getattr(signal, name) for name in _TERMINATING if hasattr(signal, name)]
+        signums += range(signal.SIGRTMIN, signal.SIGRTMAX + 1)
+        # A signal ignored when pyust run started (nohup's SIGHUP, a background
+        # job's SIGINT) stays so, and the program inherits that. Python ignores
+        # SIGPIPE and SIGXFSZ itself (the program gets them back at its default):
+        # sent to pyust run with kill, they are passed on too.
+        python_ignores = {signal.SIGPIPE, signal.SIGXFSZ}
+        self.signals = [signum for signum in signums
+                        if signal.getsignal(signum) is not signal.SIG_IGN
+                        or signum in python_ignores]
+        self.waited = set(self.signals) | {signal.SIGCHLD}
+        self.spawning = False
+        self._early = []
+        self._blocked = False
+        self._previous = {}
+        for signum in self.signals:
+            if signum in python_ignores:
+                continue
+            try:
+                self._previous[signum] = signal.signal(signum, self._handle)
+            except (OSError, ValueError):  # one the platform does not let us catch
+                pass
+
+    def _handle(self, signum, frame):
+        if self.spawning:
+            self._early.append(signum)
+            return
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Signalled(signum)
+
+    def take_early(self) -> list:
+        early, self._early = self._early, []
+        return early
+
+    def block(self) -> None:
+        """From now until release(), the signals wait for _run_child's sigtimedwait."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, self.waited)
+        self._blocked = True
+
+    def release(self) -> None:
+        """The previous handlers back, the signals unblocked: one that came
+        meanwhile and was not passed on acts now."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+        if self._blocked:
+            self._blocked = False
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, self.waited)
+
+
+def child_command(hook_flags: list, target: list, tally: str | None = None) -> list:
+    """The command of the child interpreter: `python -m pyust [hook options] --
+    PROGRAM`, but started with -c: -m would import runpy and its 18 modules
+    into the program before its first line (pyust._runner then makes
+    sys.argv, sys.orig_argv, sys.path[0] and __main__ what `python PROGRAM`
+    makes them). tally: the directory where it counts its events."""
+    code = _CHILD_CODE % (f", tally={tally!r}" if tally else "")
+    return [sys.executable, "-c", code, *hook_flags, "--", *target]
+
+
+_CHILD_CODE = "import sys; from pyust._runner import main; sys.exit(main(sys.argv[1:]%s))"
+
+
+def exit_like(status: int) -> int:
+    """The child's exit status as ours: a child killed by a signal kills us
+    with the same signal, so a shell sees what it would see untraced."""
+    if status >= 0:
+        return status
+    signum = -status
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum
+
+
+def _add_live_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--live", action="store_true",
+                        help="a live session: the trace streams through an lttng-relayd, "
+                             "readable while it is recorded (pyust top URL, babeltrace2 "
+                             "--input-format=lttng-live URL); without --relayd, one on "
+                             f"127.0.0.1 (started if none listens on port {live.CONTROL_PORT})")
+    parser.add_argument("--relayd", metavar="URL",
+                        help="with --live: the relay daemon, net://HOST[:CTRL_PORT[:DATA_PORT]] "
+                             f"(default ports {live.CONTROL_PORT}, {live.DATA_PORT})")
+    parser.add_argument("--live-port", type=int, default=live.LIVE_PORT, metavar="PORT",
+                        help=f"with --live: the relay daemon's live port, for the URL printed "
+                             f"(default: {live.LIVE_PORT})")
+    parser.add_argument("--live-timer", type=int, default=live.DEFAULT_TIMER_US, metavar="US",
+                        help=f"with --live: flush to the relay daemon every US microseconds "
+                             f"(default: {live.DEFAULT_TIMER_US})")
