@@ -49,7 +49,7 @@ def param_string(text: str) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise BabeltraceError(f"{text!r} is not valid UTF-8: babeltrace2 cannot take it as a "
-                          "parameter (rename it)") from None
+                              "parameter (rename it)") from None
     out = []
     for char in text:
         if char in '\\"':
@@ -71,7 +71,7 @@ def plugin_dirs() -> list:
         for directory in dirs:
             if not os.path.isdir(directory):
                 raise BabeltraceError(f"{PLUGIN_PATH_VARIABLE} names {directory}, which is not a "
-                                  "directory")
+                                      "directory")
         return [os.path.abspath(d) for d in dirs]
     # build/python/pyust/babeltrace.py -> build/src/plugin
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
@@ -81,30 +81,19 @@ def plugin_dirs() -> list:
     return []
 
 
-def _declares(metadata: list, name: bytes) -> bool:
-    """Whether one of the metadata files names this (an event, a provider)."""
-    for path in metadata:
-        try:
-            with open(path, "rb") as stream:
-                if name in stream.read():
-                    return True
-        except OSError:
-            continue
-    return False
+def has_native_events(metadata_texts) -> bool:
+    """Whether the traces' metadata (the texts, TSDL or JSON: ctf.check_metadata's) declare
+    lttng-ust's cyg-profile events (pyust run --native): their frames need babeltrace2's
+    debug-info filter for names."""
+    return any(b"lttng_ust_cyg_profile" in text for text in metadata_texts)
 
 
-def has_native_events(metadata: list) -> bool:
-    """Whether the traces declare lttng-ust's cyg-profile events (pyust run
-    --native): their frames need babeltrace2's debug-info filter for names."""
-    return _declares(metadata, b"lttng_ust_cyg_profile")
-
-
-def has_batches(metadata: list) -> bool:
-    """Whether the traces declare python:batch: then filter.pyust.expand goes in
-    front of the sink. LTTng declares every event of the provider, so this holds
-    for any trace of a pyust with the fast mode, fast or not; the filter lets a
-    standard trace through without holding anything back."""
-    return _declares(metadata, b'"python:batch"')
+def has_batches(metadata_texts) -> bool:
+    """Whether the traces' metadata texts declare python:batch: then filter.pyust.expand
+    goes in front of the sink. LTTng declares every event of the provider, so this holds
+    for any trace of a pyust with the fast mode, fast or not; the filter lets a standard
+    trace through without holding anything back."""
+    return any(b'"python:batch"' in text for text in metadata_texts)
 
 
 def report_command(traces: list, params: dict, plugin_path: list,
@@ -136,7 +125,7 @@ def report_command(traces: list, params: dict, plugin_path: list,
 def require() -> None:
     if shutil.which("babeltrace2") is None:
         raise BabeltraceError("babeltrace2 is not installed (Debian: apt-get install babeltrace2, "
-                          "or run scripts/setup)")
+                              "or run scripts/setup)")
 
 
 def query(command: list, timeout: float) -> str:
@@ -146,7 +135,7 @@ def query(command: list, timeout: float) -> str:
                                 timeout=timeout or None, text=True, errors="replace")
     except subprocess.TimeoutExpired:
         raise BabeltraceError(f"babeltrace2 did not answer within {timeout:g} s "
-                          f"({shlex.join(command[:4])})") from None
+                              f"({shlex.join(command[:4])})") from None
     if result.returncode != 0:
         raise BabeltraceError(explain_failure(result.stderr, result.returncode))
     return result.stdout
@@ -251,8 +240,8 @@ def run(command: list, timeout: float) -> str:
         child.kill()
         child.communicate()
         raise TimedOut(f"babeltrace2 did not finish within {timeout:g} s and was stopped: "
-                          "a damaged trace, or a large one (raise --timeout; 0 for no "
-                          "limit)") from None
+                       "a damaged trace, or a large one (raise --timeout; 0 for no "
+                       "limit)") from None
     except BaseException:  # KeyboardInterrupt: do not leave babeltrace2 running
         child.kill()
         child.wait()

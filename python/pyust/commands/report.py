@@ -258,29 +258,30 @@ def report(args: argparse.Namespace) -> int:
     damages, is_readable = salvage.find_damage(texts)
     if damages and not is_readable:
         raise BabeltraceError(f"damaged trace: not one packet of its data streams is complete "
-                          f"({damages[0].describe()})")
+                              f"({damages[0].describe()})")
     if damages and not args.salvage:
         raise BabeltraceError(f"damaged trace: {damages[0].describe()} (without --no-salvage, "
-                          "pyust reports what can be read)")
+                              "pyust reports what can be read)")
     for damage in damages:
         print(f"pyust: warning: damaged trace: {damage.describe()}", file=sys.stderr)
     copies = salvage.temporary_directory() if damages else None
     try:
         traces = salvage.salvaged_copy(args.traces, damages, copies) if damages else args.traces
-        return _report(args, traces, metadata, output)
+        return _report(args, traces, texts, output)
     finally:
         if copies:
             salvage.remove(copies)
 
 
-def _report(args: argparse.Namespace, traces: list, metadata: list, output) -> int:
+def _report(args: argparse.Namespace, traces: list, metadata: dict, output) -> int:
+    """metadata: each metadata file's path and text."""
     params = _params(args, sorted({os.path.dirname(m) for m in metadata}), output)
     plugin_path = babeltrace.plugin_dirs()
-    debug_info = babeltrace.has_native_events(metadata)
-    expand = babeltrace.has_batches(metadata)
+    debug_info = babeltrace.has_native_events(metadata.values())
+    expand = babeltrace.has_batches(metadata.values())
+    command = babeltrace.report_command(traces, params, plugin_path, debug_info, expand)
     if args.show_command:
-        print(shlex.join(babeltrace.report_command(traces, params, plugin_path, debug_info, expand)),
-              file=sys.stderr)
+        print(shlex.join(command), file=sys.stderr)
 
     # A new file or a regular one is written beside the target and renamed at the end,
     # so that a failed run leaves the previous file as it was; a symbolic link (such as
@@ -291,8 +292,9 @@ def _report(args: argparse.Namespace, traces: list, metadata: list, output) -> i
         temporary = params["output"] = _temporary_beside(output)
     try:
         sys.stdout.flush()
-        notes = babeltrace.run(
-            babeltrace.report_command(traces, params, plugin_path, debug_info, expand), args.timeout)
+        if temporary:  # the command with the temporary file as the sink's output
+            command = babeltrace.report_command(traces, params, plugin_path, debug_info, expand)
+        notes = babeltrace.run(command, args.timeout)
         if temporary:
             os.replace(temporary, output)
             temporary = None

@@ -236,7 +236,8 @@ def _run(argv: list) -> int:
     elif not args.no_count:
         # (The fast mode's discarded events are batches of records: the trace says how many.)
         recorded = babeltrace.count_events(session.path, fast=args.fast)
-    summary = f"pyust: {'snapshot (the latest events)' if args.snapshot else 'trace'} in {session.path}"
+    kind = "snapshot (the latest events)" if args.snapshot else "trace"
+    summary = f"pyust: {kind} in {session.path}"
     if recorded is not None:
         summary += f": {recorded} events recorded"
     elif not args.no_count:
