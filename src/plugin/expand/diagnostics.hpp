@@ -1,6 +1,8 @@
 // What filter.pyust.expand tells about the records missing from its output: one line on standard
-// error the first time each kind happens, the counts, and their sum at the end. pyust report
-// passes these lines on to the user, and tests/plugin/test_expand.py reads them.
+// error the first time each kind happens, the counts, and their sum at the end. Every line is a
+// warning (log.hpp): babeltrace2's CLI shows it unless --log-level asks for less. pyust report
+// passes these lines on to the user (it runs the CLI at its default level), and
+// tests/plugin/test_expand.py reads them.
 #pragma once
 
 #include <babeltrace2/babeltrace.h>
@@ -8,12 +10,16 @@
 #include <cstdint>
 #include <string>
 
+#include "log.hpp"
 #include "records.hpp"
 
 namespace pyust::plugin::expand {
 
 class Diagnostics {
 public:
+    // Lines go to log. noexcept.
+    explicit Diagnostics(const Log& log) noexcept : m_log(log) {}
+
     // count records of pid/tid came after their time was released (has_horizon: the trace has
     // python:horizon events, so the process's horizon lagged). Counted; the first time, a line.
     // noexcept.
@@ -49,6 +55,7 @@ public:
     void summarize() const noexcept;
 
 private:
+    Log m_log;
     std::uint64_t m_lost_records = 0;
     std::uint64_t m_malformed_batches = 0;
     std::uint64_t m_malformed_records = 0;

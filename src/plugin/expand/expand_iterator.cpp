@@ -9,7 +9,8 @@
 namespace pyust::plugin::expand {
 
 ExpandIterator::ExpandIterator(bt_self_message_iterator* self, const Settings& settings)
-    : m_self(self), m_settings(settings), m_upstream(create_upstream(self))
+    : m_self(self), m_settings(settings), m_upstream(create_upstream(self)),
+      m_diagnostics(Log(self))
 {
 }
 
