@@ -73,14 +73,14 @@ const Target& ClassCache::target_of(const bt_stream_class* stream_class)
     return m_targets.emplace(stream_class, read_target(stream_class)).first->second;
 }
 
-Target ClassCache::read_target(const bt_stream_class* stream_class)
+namespace {
+
+// Sets target's call, ret and line to the event classes python:call, python:return and
+// python:line of stream_class (where names it for messages). Throws Error when one is missing,
+// std::bad_alloc.
+void find_event_classes(const bt_stream_class* stream_class, const std::string& where,
+                        Target& target)
 {
-    Target target;
-    const char* stream_class_name = bt_stream_class_get_name(stream_class);
-    const std::string where =
-        stream_class_name
-            ? std::string(", stream class=") + stream_class_name
-            : ", stream class id=" + std::to_string(bt_stream_class_get_id(stream_class));
     const std::uint64_t count = bt_stream_class_get_event_class_count(stream_class);
     for (std::uint64_t i = 0; i < count; ++i) {
         const bt_event_class* event_class =
@@ -107,6 +107,12 @@ Target ClassCache::read_target(const bt_stream_class* stream_class)
                         "recording session" +
                         where);
     }
+}
+
+// Sets the payload members of target's event classes. Precondition: find_event_classes() found
+// them. Throws Error when one is missing (where names the stream class), std::bad_alloc.
+void find_payload_members(const std::string& where, Target& target)
+{
     const auto payload = [](const bt_event_class* event_class) {
         return bt_event_class_borrow_payload_field_class_const(event_class);
     };
@@ -121,6 +127,20 @@ Target ClassCache::read_target(const bt_stream_class* stream_class)
         throw Error("Cannot expand python:batch: reason=python:call, python:return or "
                     "python:line lacks a payload field (not pyust's event model?)" +
                     where);
+}
+
+} // namespace
+
+Target ClassCache::read_target(const bt_stream_class* stream_class)
+{
+    Target target;
+    const char* stream_class_name = bt_stream_class_get_name(stream_class);
+    const std::string where =
+        stream_class_name
+            ? std::string(", stream class=") + stream_class_name
+            : ", stream class id=" + std::to_string(bt_stream_class_get_id(stream_class));
+    find_event_classes(stream_class, where, target);
+    find_payload_members(where, target);
     const bt_field_class* common =
         bt_stream_class_borrow_event_common_context_field_class_const(stream_class);
     target.vpid = find_member(common, "vpid");

@@ -41,32 +41,8 @@ ExpandIterator::next(bt_message_array_const messages, std::uint64_t capacity, st
             }
             return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_END;
         }
-        bt_message_array_const upstream_messages = nullptr;
-        std::uint64_t upstream_count = 0;
-        Pulled pulled = Pulled::end;
-        try {
-            pulled = pull(m_upstream.get(), &upstream_messages, &upstream_count);
-        } catch (const BtError& error) {
-            if (error.is_memory_error())
-                throw;
-            // A damaged trace: what arrived before the damage still goes out, in order, before
-            // the error (a report sink that salvages keeps it all).
-            m_upstream_error.reset(bt_current_thread_take_error());
-        }
-        switch (pulled) {
-        case Pulled::messages:
-            take_each(upstream_messages, upstream_count, [this](const bt_message* message) {
-                arrive(MessageRef(const_cast<bt_message*>(message)));
-            });
-            grant();
-            break;
-        case Pulled::again:
+        if (!take_upstream())
             return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_AGAIN;
-        case Pulled::end:
-            m_is_upstream_ended = true;
-            m_limit = forever;
-            break;
-        }
     }
     std::uint64_t n = 0;
     while (n < capacity && !m_output.empty()) {
@@ -75,6 +51,37 @@ ExpandIterator::next(bt_message_array_const messages, std::uint64_t capacity, st
     }
     *count = n;
     return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_OK;
+}
+
+bool ExpandIterator::take_upstream()
+{
+    bt_message_array_const upstream_messages = nullptr;
+    std::uint64_t upstream_count = 0;
+    Pulled pulled = Pulled::end;
+    try {
+        pulled = pull(m_upstream.get(), &upstream_messages, &upstream_count);
+    } catch (const BtError& error) {
+        if (error.is_memory_error())
+            throw;
+        // A damaged trace: what arrived before the damage still goes out, in order, before
+        // the error (a report sink that salvages keeps it all).
+        m_upstream_error.reset(bt_current_thread_take_error());
+    }
+    switch (pulled) {
+    case Pulled::messages:
+        take_each(upstream_messages, upstream_count, [this](const bt_message* message) {
+            arrive(MessageRef(const_cast<bt_message*>(message)));
+        });
+        grant();
+        break;
+    case Pulled::again:
+        return false;
+    case Pulled::end:
+        m_is_upstream_ended = true;
+        m_limit = forever;
+        break;
+    }
+    return true;
 }
 
 void ExpandIterator::arrive(MessageRef message)

@@ -62,6 +62,11 @@ public:
 private:
     // expand_iterator.cpp: arrival, waiting, release.
 
+    // Pulls the next upstream messages and takes them in: false when upstream has none for now
+    // ("try again"). When upstream ends or fails (not out of memory), m_is_upstream_ended is
+    // set (a failure's error is kept in m_upstream_error, for after the held messages). Throws
+    // Error, BtError (upstream out of memory), std::bad_alloc.
+    bool take_upstream();
     // Takes in an upstream message: a python:* event of the fast mode is read (and dropped,
     // or replaced by its records), every other message waits for its release. Throws Error
     // (a bad class or time), BtError, std::bad_alloc.
@@ -99,6 +104,21 @@ private:
     // that overflows), BtError, std::bad_alloc.
     void on_batch(MessageRef message, const EventInfo& info, std::int64_t time,
                   std::uint64_t index);
+    // Follows the sequence of the thread of a batch (header) on stream: a gap since its
+    // previous batch is records the tracer lost, reported from the end of that batch (or the
+    // time already released, released_value, if later) to first_value (the batch's first
+    // record, else its beginning), clock values of target. Returns the thread's state, valid
+    // for the iterator's life. Throws Error (time overflow), BtError, std::bad_alloc.
+    ThreadState& follow_thread(const BatchHeader& header, const bt_stream* stream,
+                               const Target& target, std::uint64_t first_value,
+                               std::uint64_t released_value);
+    // Skips the records of run whose time was already granted (they come first: times only
+    // grow within a batch) and reports them at the time of batch, a python:batch message of
+    // header's thread that arrived at time on stream. Precondition: run holds a current
+    // record. Returns whether one is left. Throws Error (time overflow), BtError,
+    // std::bad_alloc.
+    bool skip_late(Run& run, const bt_message* batch, std::int64_t time, const bt_stream* stream,
+                   const BatchHeader& header);
     // A discarded-events message of ours for count records on stream, or null
     // (and a line on standard error) when its stream class has no discarded
     // events or report-discarded=no. Throws BtError, std::bad_alloc.
