@@ -105,7 +105,10 @@ def _expanded(path: str, plugin_dir: str, handle) -> None:
     graph = bt2.Graph()
     muxer = graph.add_component(bt2.find_plugin("utils").filter_component_classes["muxer"],
                                 "muxer")
-    expand = graph.add_component(plugin.filter_component_classes["expand"], "expand")
+    # WARNING, as the babeltrace2 CLI runs it: the filter's lines about missing records
+    # (bt2's default level, NONE, would silence them) go to standard error.
+    expand = graph.add_component(plugin.filter_component_classes["expand"], "expand",
+                                 logging_level=bt2.LoggingLevel.WARNING)
     sink = graph.add_component(_Sink, "sink", obj=handle)
     # One source per CTF trace under path (a session's output holds one per
     # buffering scheme and user).

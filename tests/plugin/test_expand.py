@@ -165,6 +165,19 @@ def test_stale_horizon_never_gives_out_of_order_events():
     assert kept + reported == 18  # every record of the history, kept or reported
 
 
+def test_log_level_above_warning_silences_the_lines_about_missing_records():
+    """The filter's lines are warnings at the component's log level: the CLI's default
+    (WARNING) shows them (above), --log-level=ERROR does not; the output is the same."""
+    shown = fast_case("stale", *EXPAND, "-p", "max-delay=1000", "-p", "lookahead=0")
+    quiet = babeltrace2("--log-level=ERROR", "-c", "source.pyustfast.cases",
+                        "-p", 'case="stale",mode="fast"', *EXPAND,
+                        "-p", "max-delay=1000", "-p", "lookahead=0")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "too late to put in order" in shown.stderr
+    assert "filter.pyust.expand" not in quiet.stderr
+    assert quiet.stdout == shown.stdout
+
+
 def test_without_horizon_holding_back_everything_is_in_order(standard):
     """The same trace with the default max-delay: the one horizon holds all until the end."""
     result = fast_case("stale", *EXPAND)

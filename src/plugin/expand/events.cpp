@@ -1,0 +1,51 @@
+// record_event() (see events.hpp): a record's event message, field by field.
+#include "events.hpp"
+
+#include "field_copy.hpp"
+#include "release_queue.hpp"
+
+namespace pyust::plugin::expand {
+
+MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Record& record,
+                        const bt_packet* packet, const bt_stream* stream, const CodeNames& names)
+{
+    const Target& target = *run.target;
+    const bt_event_class* event_class = record.kind == RecordKind::call   ? target.call
+                                        : record.kind == RecordKind::line ? target.line
+                                                                          : target.ret;
+    bt_message* created = create_event(self, target, event_class, packet, stream, record.value);
+    MessageRef message(check_new(created, "Cannot create an expanded event message"));
+    bt_event* event = bt_message_event_borrow_event(created);
+    if (const bt_field* context = bt_event_borrow_common_context_field_const(
+            bt_message_event_borrow_event_const(run.context->message.get()))) {
+        bt_field* out = bt_event_borrow_common_context_field(event);
+        copy_field(out, context);
+        if (target.vpid.index >= 0)
+            set_int(member_of(out, target.vpid), run.pid);
+        if (target.vtid.index >= 0)
+            set_int(member_of(out, target.vtid), run.tid);
+    }
+    bt_field* payload = bt_event_borrow_payload_field(event);
+    switch (record.kind) {
+    case RecordKind::call: {
+        set_int(member_of(payload, target.call_id), static_cast<std::int64_t>(record.id));
+        const auto name = names.find(record.id);
+        check(bt_field_string_set_value(member_of(payload, target.call_name),
+                                        name != names.end() ? name->second.c_str() : "?"),
+              "Cannot set the name of an expanded python:call");
+        break;
+    }
+    case RecordKind::ret:
+    case RecordKind::ret_unwind:
+        set_int(member_of(payload, target.ret_id), static_cast<std::int64_t>(record.id));
+        set_int(member_of(payload, target.ret_unwind), record.kind == RecordKind::ret_unwind);
+        break;
+    case RecordKind::line:
+        set_int(member_of(payload, target.line_id), static_cast<std::int64_t>(record.id));
+        set_int(member_of(payload, target.line_line), record.line);
+        break;
+    }
+    return message;
+}
+
+} // namespace pyust::plugin::expand
