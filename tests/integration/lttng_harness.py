@@ -34,6 +34,11 @@ READ_TIMEOUT = 120
 RUN_TIMEOUT = 120
 FAST = os.environ.get("PYUST_TEST_FAST") == "1"
 
+# The package under test's session control (plain Python: importable here whatever the
+# interpreter under test), so that the tests' sessions are made as `pyust run` makes its own.
+sys.path.insert(0, PYUST_PATH)
+from pyust import lttng as pyust_lttng  # noqa: E402
+
 
 # A million events (half a million calls) from one thread, then the hook's
 # count of what it handed to LTTng on standard error: the loss-accounting
@@ -199,28 +204,31 @@ def assert_balanced(trace: Trace, thread_events: list, *, closed: bool = True):
     return stack
 
 
-class Session:
-    """A real LTTng session recording python:* with vpid/vtid/procname."""
+class Session(pyust_lttng.Session):
+    """A real LTTng session recording python:* as `pyust run` does (pyust.lttng: its channel,
+    the contexts vpid and vtid), into tmp_path/directory; read() keeps the test's programs
+    (those of files under tmp_path). stop() and destroy() may be called again."""
 
     def __init__(self, tmp_path: Path, subbuf_size="4M", num_subbuf=8, directory="trace"):
         self.owner = tmp_path
-        self.name = unique_name()
-        self.path = tmp_path / directory
-        lttng("create", self.name, "--output", str(self.path))
+        created = pyust_lttng.Session.create(unique_name(), str(tmp_path / directory))
+        super().__init__(created.name, created.path)
+        self.path = Path(created.path)
         self.active = True
-        lttng("enable-channel", "-u", "-s", self.name, "--subbuf-size", subbuf_size,
-              "--num-subbuf", str(num_subbuf), "chan")
-        lttng("enable-event", "-u", "-s", self.name, "-c", "chan", "python:*")
-        lttng("add-context", "-u", "-s", self.name, "-c", "chan",
-              "-t", "vpid", "-t", "vtid", "-t", "procname")
+        self.is_recording = False
+        try:
+            self.enable_python(pyust_lttng.ChannelConfig(subbuf_size, num_subbuf))
+        except BaseException:
+            self.destroy()
+            raise
 
     def start(self):
-        lttng("start", self.name)
+        super().start()
         self.is_recording = True
 
     def stop(self):
-        if getattr(self, "is_recording", False):
-            lttng("stop", self.name)
+        if self.is_recording:
+            super().stop()
             self.is_recording = False
 
     def read(self, *, expand: bool | None = None) -> Trace:
@@ -229,8 +237,8 @@ class Session:
 
     def destroy(self):
         if self.active:
-            lttng("destroy", self.name, check=False)
             self.active = False
+            super().destroy()
 
 
 def folded(text: str) -> dict:

@@ -103,9 +103,16 @@ def test_off_cpu_is_its_own_frame(kernel_trace):
     off_cpu = {stack: ns for stack, ns in stacks.items()
                if stack.startswith(SLEEPER + ";") and stack.endswith(";[off-cpu]")}
     assert off_cpu, sorted(stacks)
-    # time.sleep(0.05): about 50 ms asleep, inside the system call that slept.
-    assert 45e6 <= sum(off_cpu.values()) <= 500e6, off_cpu
-    assert all(stack.count(";") == SLEEPER.count(";") + 2 for stack in off_cpu), off_cpu
+    # time.sleep(0.05): about 50 ms asleep, inside the system call that slept
+    # (SLEEPER;clock_nanosleep;[off-cpu]). On a busy machine the thread may also be
+    # preempted while it runs Python: then [off-cpu] stands right under sleeper, with no
+    # system call between. Nothing else may stand there.
+    asleep = {stack: ns for stack, ns in off_cpu.items()
+              if stack.count(";") == SLEEPER.count(";") + 2}
+    preempted = {stack: ns for stack, ns in off_cpu.items()
+                 if stack.count(";") == SLEEPER.count(";") + 1}
+    assert asleep.keys() | preempted.keys() == off_cpu.keys(), off_cpu
+    assert 45e6 <= sum(asleep.values()) <= 500e6, off_cpu
 
 
 def test_durations_nest(kernel_trace):

@@ -1,8 +1,10 @@
 """The message-level fuzzer (issue 7): random and hostile histories from
 bt_plugin_pyust_fuzz.py (source.pyustfuzz.random) into sink.pyust.report, every format, and
 through filter.pyust.stacks. Each run must end with status 0 within LIMIT seconds, its peak
-RSS under RSS_LIMIT, and its output well formed (folded lines parse, chrome is JSON, svg is
-XML). Seeds are fixed and in the test ids; the marker `stress` adds 200 more seeds.
+RSS under RSS_LIMIT, and its output well formed (folded lines parse, chrome is JSON with spans,
+svg is XML; profile, tree and lines hold their own lines only, every name escaped, and
+profile's title counts its rows and their calls). Seeds are fixed and in the test ids; the
+marker `stress` adds 200 more seeds.
 
 PYUST_PLUGIN_PATH (or the build under test's src/plugin) names the plugin; with
 PYUST_FUZZ_SANITIZE=1 babeltrace2 runs with libasan preloaded (a -Db_sanitize=address,undefined
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -75,16 +78,60 @@ def peak_rss_mb(source_params: list, sink: list) -> float:
     return int(errors.rsplit("peak-rss-kb=", 1)[1]) / 1024
 
 
+# The lines of the text formats (names escaped: no control character in them).
+DURATION = r"[0-9.]+ (ns|us|ms|s)"
+PROFILE_TITLE = re.compile(r"pid \d+ \(python3\): (\d+) calls of (\d+) functions in (\d+) "
+                           rf"threads?, {DURATION} of self time")
+PROFILE_ROW = re.compile(r" *(\d+) +[0-9.]+ +[0-9.]+ +[0-9.]+  .+")
+TREE_TITLE = re.compile(rf"pid \d+ \(python3\) tid \d+( \(.*\))?: \d+ events?, {DURATION} in frames")
+TREE_ROW = re.compile(rf"(  )+{DURATION}  .*  \(\d+ calls?, self {DURATION}\)")
+LINES_ROW = re.compile(r" *\d+ +[0-9.]+ +[0-9.]+  .*:\d+  \(.*\)")
+INCOMPLETE_ROW = re.compile(r"  (pid \d+ \(python3\) tid \d+( \(.*\))?|stream \S+): \S.*")
+CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
 def check_output(report_format: str, stdout: bytes) -> None:
+    """The report is well formed: folded lines parse, chrome is JSON with its spans, svg is
+    XML; profile, tree and lines are made of their own lines only (titles, rows, an
+    Incomplete: section) and profile's title counts its rows and their calls."""
     text = stdout.decode("utf-8", "replace")
     if report_format == "folded":
-        folded(text)
+        assert folded(text)
     elif report_format == "chrome":
-        json.loads(text)
+        spans = [e for e in json.loads(text)["traceEvents"] if e["ph"] == "X"]
+        assert spans and all(e["dur"] >= 0 for e in spans)
     elif report_format == "svg":
         ElementTree.fromstring(stdout)
     else:
-        assert text.strip()
+        check_text_report(report_format, text)
+
+
+def check_text_report(report_format: str, text: str) -> None:
+    lines = text.splitlines()
+    assert lines, "no output"
+    body, _, incomplete = text.partition("\n\nIncomplete:\n")
+    for line in incomplete.splitlines():
+        assert INCOMPLETE_ROW.fullmatch(line), line[:300]
+    lines = body.splitlines()
+    for line in lines:
+        assert not CONTROL.search(line), line[:300]
+    if report_format == "profile":
+        title = PROFILE_TITLE.fullmatch(lines[0])
+        assert title and lines[1:3] == [
+            "", "   ncalls      self_ms     total_ms      mean_us  function (file:line)"], lines[:3]
+        rows = [PROFILE_ROW.fullmatch(line) for line in lines[3:]]
+        assert all(rows), [line[:300] for line in lines[3:] if not PROFILE_ROW.fullmatch(line)]
+        assert (sum(int(row.group(1)) for row in rows), len(rows)) == \
+            (int(title.group(1)), int(title.group(2)))
+    elif report_format == "tree":
+        assert TREE_TITLE.fullmatch(lines[0]), lines[0][:300]
+        for line in lines:
+            assert TREE_TITLE.fullmatch(line) or TREE_ROW.fullmatch(line), line[:300]
+    else:
+        assert lines[:3] == ["pid 4242 (python3):", "",
+                             "     hits     total_ms      mean_us  file:line (function)"], lines[:3]
+        for line in lines[3:]:
+            assert LINES_ROW.fullmatch(line), line[:300]
 
 
 def mix(seed: int, events: int = 3000) -> list:
@@ -124,7 +171,9 @@ def test_ten_thousand_threads(report_format):
                        ["-c", "sink.pyust.report", "-p", f'format="{report_format}"'])
     check_output(report_format, stdout)
     if report_format == "profile":
-        assert "in 10001 threads" in stdout.decode().splitlines()[0]
+        # outer and inner once in each worker; the thread that named them counts too.
+        assert stdout.decode().startswith("pid 4242 (python3): 20000 calls of 2 functions in "
+                                          "10001 threads, ")
 
 
 @pytest.mark.parametrize("report_format", [
@@ -137,6 +186,13 @@ def test_deep_stack(report_format):
     stdout, _, _ = run(["-p", 'scenario="deep"', "-p", f"depth={depth}"],
                        ["-c", "sink.pyust.report", "-p", f'format="{report_format}"'])
     check_output(report_format, stdout)
+    if report_format == "profile":
+        assert stdout.decode().startswith(f"pid 4242 (python3): {depth} calls of 8 functions "
+                                          "in 1 thread, ")
+    elif report_format == "folded":
+        # f0;f1;...: one stack per depth, the deepest as long as the history.
+        stacks = folded(stdout.decode())
+        assert len(stacks) == depth and max(s.count(";") for s in stacks) == depth - 1
 
 
 def test_memory_does_not_grow_with_depth_in_folded():

@@ -65,6 +65,12 @@ def report(case, fmt, *params):
     return run_case(case, *args)
 
 
+def ok(result):
+    """The standard output of a babeltrace2 run that must succeed."""
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def check_golden(name, result):
     assert result.returncode == 0, result.stderr
     text = result.stdout
@@ -102,18 +108,18 @@ def test_names_lines():
 def test_one_name_everywhere(case):
     """folded, svg, chrome, profile and filter.pyust.stacks name the same code the same way
     (unregistered code was ?:fact in folded and <unknown 0x...> in the stacks filter)."""
-    folded = report(case, "folded")
-    assert folded.returncode == 0, folded.stderr
-    frames = {frame for line in folded.stdout.splitlines() if not line.startswith(("---", " "))
+    folded = ok(report(case, "folded"))
+    frames = {frame for line in folded.splitlines() if not line.startswith(("---", " "))
               and line.strip() and line != "Incomplete:"
               for frame in line.rsplit(" ", 1)[0].split(";")}
-    svg = ET.fromstring(report(case, "svg").stdout)
+    assert frames, folded
+    svg = ET.fromstring(ok(report(case, "svg")))
     assert frames <= {g.get("data-l") for g in svg.iter("{http://www.w3.org/2000/svg}g")}
-    chrome = json.loads(report(case, "chrome").stdout)
+    chrome = json.loads(ok(report(case, "chrome")))
     assert frames == {e["name"] for e in chrome["traceEvents"] if e["ph"] == "X"}
-    profile = report(case, "profile").stdout
+    profile = ok(report(case, "profile"))
     assert all("  %s  " % frame in profile for frame in frames)
-    stacks = run_case(case, "-c", "filter.pyust.stacks").stdout
+    stacks = ok(run_case(case, "-c", "filter.pyust.stacks"))
     shown = {frame for value in re.findall(r'stack = "([^"]*)"', stacks)
              for frame in value.replace("\\?", "?").split(";") if value and value != "<unmatched>"}
     assert shown == frames, (shown, frames)
@@ -127,20 +133,21 @@ def test_stacks_filter(case):
 @pytest.mark.parametrize("case", CASES)
 def test_filter_forwards_everything(case):
     """With the filter in front, the sink sees the same trace: same report."""
-    direct = report(case, "folded")
-    filtered = run_case(case, "-c", "filter.pyust.stacks", "-c", "sink.pyust.report",
-                        "-p", "format=folded")
-    assert filtered.returncode == 0, filtered.stderr
-    assert filtered.stdout == direct.stdout
+    direct = ok(report(case, "folded"))
+    filtered = ok(run_case(case, "-c", "filter.pyust.stacks", "-c", "sink.pyust.report",
+                           "-p", "format=folded"))
+    assert direct and filtered == direct
 
 
 def test_filter_keeps_original_events():
-    plain = run_case("nested")
-    filtered = run_case("nested", "-c", "filter.pyust.stacks")
-    kept = [line for line in filtered.stdout.splitlines() if "pyust:stack" not in line]
+    plain = ok(run_case("nested")).splitlines()
+    filtered = ok(run_case("nested", "-c", "filter.pyust.stacks")).splitlines()
+    kept = [line for line in filtered if "pyust:stack" not in line]
+    # The filter adds its stack events (one a call or return) and keeps every original one.
+    assert len(filtered) > len(kept) and any("python:call" in line for line in plain)
     # The time deltas of the original lines differ (a stack event comes between): drop them.
     strip = re.compile(r"\(\+[0-9.?]+\) ")
-    assert [strip.sub("", l) for l in kept] == [strip.sub("", l) for l in plain.stdout.splitlines()]
+    assert [strip.sub("", l) for l in kept] == [strip.sub("", l) for l in plain]
 
 
 def test_thread_selection():
@@ -158,27 +165,30 @@ def test_window_clips_frames():
 
 def test_min_duration():
     check_golden("nested.min.tree", report("nested", "tree", "min-duration=2000"))
-    folded = report("nested", "folded", "min-duration=2000")
-    total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.stdout.splitlines())
+    folded = ok(report("nested", "folded", "min-duration=2000"))
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines())
     assert total == 11000  # what is cut goes to the parent: the sum stays the traced time
 
 
 def test_self_times_add_up_to_frame_time():
     for case in CASES:
-        folded = report(case, "folded")
-        tree = report(case, "tree")
-        total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.stdout.splitlines())
+        folded = ok(report(case, "folded"))
+        tree = ok(report(case, "tree"))
+        total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines())
         in_frames = 0
-        for line in tree.stdout.splitlines():
-            match = re.search(r"events, ([0-9.]+) (ns|us) in frames", line)
-            if match:
+        threads = 0
+        for line in tree.splitlines():
+            if line.startswith("pid "):  # a thread's title: "...: N events, T in frames"
+                threads += 1
+                match = re.search(r"events, ([0-9.]+) (ns|us) in frames$", line)
+                assert match, line
                 in_frames += float(match.group(1)) * (1000 if match.group(2) == "us" else 1)
+        assert threads and total > 0, (case, tree)
         assert total == round(in_frames), case
 
 
 def test_chrome_is_valid_json():
-    result = report("two_threads", "chrome")
-    data = json.loads(result.stdout)
+    data = json.loads(ok(report("two_threads", "chrome")))
     names = {(e["name"], e["args"]["name"]) for e in data["traceEvents"] if e["ph"] == "M"}
     assert names == {("thread_name", "MainThread"), ("thread_name", "Worker-1"),
                      ("process_name", "pid 100 (python3 app.py)")}
@@ -228,10 +238,15 @@ def test_filter_takes_no_parameter():
     assert "unknown parameter: name=depth" in flat(result.stderr)
 
 
-def test_not_a_trace(tmp_path):
+def test_not_a_trace(tmp_path, real_trace):
+    """A directory without a trace is refused by babeltrace2 before the sink sees anything:
+    its own line names the input; the same command reports on a trace."""
     (tmp_path / "junk").write_text("not a trace\n")
     result = babeltrace2(str(tmp_path), "-c", "sink.pyust.report", timeout=10)
-    assert result.returncode != 0
+    assert (result.returncode, result.stdout) == (1, "")
+    assert "No trace was found based on input `%s`." % tmp_path in result.stderr
+    assert "No source component." in result.stderr
+    assert ok(babeltrace2(str(real_trace), "-c", "sink.pyust.report", timeout=60))
 
 
 # End to end: a real LTTng trace of a fixed program.
