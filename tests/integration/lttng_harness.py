@@ -8,8 +8,9 @@ Environment:
   PYUST_TEST_FAST    1: trace in the fast mode (`--fast`) and read traces
                      through filter.pyust.expand, so that every test checks
                      that the fast mode records what the standard mode does
-  PYUST_PLUGIN_DIR   where pyust's babeltrace2 plugin is (default:
-                     build/src/plugin, else babeltrace2's system directory)
+  PYUST_PLUGIN_PATH  where pyust's babeltrace2 plugin is, as for pyust report
+                     (default: the src/plugin of the build whose python/ is
+                     PYUST_TEST_PATH, else babeltrace2's system directory)
 """
 
 from __future__ import annotations
@@ -62,12 +63,18 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+PLUGIN_FILE = "babeltrace-plugin-pyust.so"
+
+
 def plugin_dir() -> str:
-    """pyust's babeltrace2 plugin directory ("": babeltrace2's system one)."""
-    if os.environ.get("PYUST_PLUGIN_DIR"):
-        return os.environ["PYUST_PLUGIN_DIR"]
-    built = ROOT / "build" / "src" / "plugin"
-    return str(built) if built.is_dir() else ""
+    """pyust's babeltrace2 plugin directory, the one every test uses ("": babeltrace2's
+    system one): the first of PYUST_PLUGIN_PATH (the variable pyust report reads), else
+    the plugin built beside the package under test (BUILD/src/plugin for BUILD/python)."""
+    listed = [d for d in os.environ.get("PYUST_PLUGIN_PATH", "").split(os.pathsep) if d]
+    if listed:
+        return listed[0]
+    built = Path(PYUST_PATH).parent / "src" / "plugin"
+    return str(built) if (built / PLUGIN_FILE).is_file() else ""
 
 _counter = itertools.count()
 

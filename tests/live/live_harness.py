@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from lttng_harness import (PYTHON, PYUST_PATH, RUN_TIMEOUT, child_env,  # noqa: E402
+from lttng_harness import (PYTHON, RUN_TIMEOUT, child_env, plugin_dir,  # noqa: E402
                            lttng, session_names, unique_name)
 
 TOP_TIMEOUT = 30
@@ -108,10 +108,10 @@ class Relayd:
 
 
 def plugin_path() -> list:
-    """babeltrace2's --plugin-path for the plugin beside the package under test (its build
-    tree's src/plugin), or nothing (the system's)."""
-    directory = Path(PYUST_PATH).parent / "src" / "plugin"
-    return ["--plugin-path", str(directory)] if directory.is_dir() else []
+    """babeltrace2's --plugin-path for the plugin under test (lttng_harness.plugin_dir), or
+    nothing (the system's)."""
+    directory = plugin_dir()
+    return ["--plugin-path", directory] if directory else []
 
 
 def pyust(*args, timeout: float = RUN_TIMEOUT, **kwargs) -> subprocess.CompletedProcess:

@@ -6,8 +6,8 @@ is compared with expect/CASE.FORMAT.expect. Real babeltrace2, every run under a
 timeout. Regenerate the expected files after an intended change with
 PYUST_UPDATE_GOLDEN=1, then review the diff.
 
-The plugin is looked up in $PYUST_PLUGIN_DIR, else in build/src/plugin (what
-scripts/setup builds). Run with Debian's interpreter,
+The plugin is lttng_harness.plugin_dir()'s: $PYUST_PLUGIN_PATH, else the build
+under test's src/plugin (what scripts/setup builds). Run with Debian's interpreter,
 which has bt2 and pytest:
 
     /usr/bin/python3 -m pytest tests/plugin
@@ -24,7 +24,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from lttng_harness import run_pyust
+from lttng_harness import plugin_dir as harness_plugin_dir, run_pyust
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -34,11 +34,9 @@ PLUGIN_FILE = "babeltrace-plugin-pyust.so"
 
 
 def plugin_dir():
-    if os.environ.get("PYUST_PLUGIN_DIR"):
-        return Path(os.environ["PYUST_PLUGIN_DIR"])
-    candidate = ROOT / "build" / "src" / "plugin"
-    if (candidate / PLUGIN_FILE).exists():
-        return candidate
+    found = harness_plugin_dir()
+    if found:
+        return Path(found)
     pytest.fail("the plugin is not built: run scripts/setup (or meson setup build && ninja -C build)")
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from lttng_harness import PYTHON, PYUST_PATH, folded  # noqa: E402
+from lttng_harness import PYTHON, PYUST_PATH, folded, plugin_dir  # noqa: E402
 
 # Every reader must answer within this many seconds (issue 7).
 LIMIT = 10.0
@@ -393,8 +393,8 @@ def run_case(trace: Path, case: Case, workdir: Path, plugin_path: str,
 
 
 def default_plugin_path() -> str:
-    """PYUST_PLUGIN_PATH, else the plugin of the build whose python/ is under test."""
-    return os.environ.get("PYUST_PLUGIN_PATH") or str(Path(PYUST_PATH).parent / "src" / "plugin")
+    """The plugin under test (lttng_harness.plugin_dir)."""
+    return plugin_dir()
 
 
 # --------------------------------------------------------------------- script
