@@ -32,6 +32,7 @@
 
 #include "python_compat.hpp"
 #include "python_tp.h"
+#include "record_encoding.hpp"
 #include "tally.hpp"
 
 namespace pyust::hook {
@@ -43,11 +44,12 @@ namespace {
 // Bytes of records per batch: the event stays under 4 KiB, LTTng's smallest
 // sub-buffer, with its header, contexts and fixed fields.
 constexpr std::uint32_t k_capacity = 3584;
-// The longest record: a 10-byte first varint (a long pause), a 10-byte id and a
-// 5-byte line.
-constexpr std::uint32_t k_max_record = 25;
-
-enum Kind : std::uint64_t { k_call = 0, k_return = 1, k_unwind = 2, k_line = 3, k_far = 4 };
+using records::k_call;
+using records::k_line;
+using records::k_max_record;
+using records::k_return;
+using records::k_unwind;
+using records::put_varint;
 
 struct ThreadRecords {
     ThreadRecords* next = nullptr;
@@ -140,16 +142,6 @@ bool tsc_is_usable() noexcept
     const bool is_read = std::fgets(name, sizeof name, file) != nullptr;
     std::fclose(file);
     return is_read && std::strncmp(name, "tsc\n", 4) == 0;
-}
-
-inline std::uint8_t* put_varint(std::uint8_t* out, std::uint64_t value) noexcept
-{
-    while (value >= 0x80) {
-        *out++ = static_cast<std::uint8_t>(value | 0x80);
-        value >>= 7;
-    }
-    *out++ = static_cast<std::uint8_t>(value);
-    return out;
 }
 
 void unlink(ThreadRecords& records) noexcept
@@ -257,7 +249,7 @@ private:
     // Appends a record's kind, time and code id; returns where its further
     // fields go (the caller then sets size), or nullptr when nothing is
     // recorded (no session, no memory).
-    std::uint8_t* append(std::uint64_t kind, std::uint64_t id) noexcept
+    std::uint8_t* append(records::Kind kind, std::uint64_t id) noexcept
     {
         if (!lttng_ust_tracepoint_enabled(python, batch))
             return nullptr;
@@ -278,14 +270,7 @@ private:
         // The TSC of another CPU may lag by a few cycles: never go backwards.
         const std::uint64_t advance = now > r->last_tsc ? now - r->last_tsc : 0;
         r->last_tsc += advance;
-        std::uint8_t* out = r->bytes + r->size;
-        if ((id >> 32) == r->id_high) {
-            out = put_varint(out, advance << 3 | kind);
-            out = put_varint(out, id & 0xffffffffu);
-        } else {
-            out = put_varint(out, advance << 3 | kind | k_far);
-            out = put_varint(out, id);
-        }
+        std::uint8_t* out = records::put_record(r->bytes + r->size, kind, advance, id, r->id_high);
         ++r->count;
         r->size = static_cast<std::uint32_t>(out - r->bytes);
         return out;

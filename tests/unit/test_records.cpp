@@ -1,28 +1,31 @@
 // Unit tests of the python:batch record decoding (src/plugin/expand/records.hpp): record times
 // between the batch's two clock readings, near and far ids, line numbers, and every fault a
-// damaged batch can have.
+// damaged batch can have. The bytes come from the hook's own encoder
+// (src/hook/record_encoding.hpp), so that the two ends of the format are tested together.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "record_encoding.hpp"
 #include "records.hpp"
 
 using namespace pyust::plugin::expand;
 
 namespace {
 
+namespace encoding = pyust::hook::records;
+
 void put_varint(std::vector<std::uint8_t>& out, std::uint64_t value)
 {
-    while (value >= 0x80) {
-        out.push_back(static_cast<std::uint8_t>(value | 0x80));
-        value >>= 7;
-    }
-    out.push_back(static_cast<std::uint8_t>(value));
+    std::uint8_t bytes[10];
+    out.insert(out.end(), bytes, encoding::put_varint(bytes, value));
 }
 
 // kind: 0 call, 1 return, 2 unwinding return, 3 line; +4: the id is a far one (all 64 bits).
+// Written field by field, so that a test can write what the hook never would (a far flag
+// on a near id, a bad kind).
 void put_record(std::vector<std::uint8_t>& out, unsigned kind, std::uint64_t advance,
                 std::uint64_t id, std::uint64_t line = 0)
 {
@@ -30,6 +33,17 @@ void put_record(std::vector<std::uint8_t>& out, unsigned kind, std::uint64_t adv
     put_varint(out, id);
     if ((kind & 3) == 3)
         put_varint(out, line);
+}
+
+// A record as the hook writes it (encoding::put_record), for a batch of id_high.
+void hook_record(std::vector<std::uint8_t>& out, encoding::Kind kind, std::uint64_t advance,
+                 std::uint64_t id, std::uint32_t id_high, std::uint32_t line = 0)
+{
+    std::uint8_t bytes[encoding::k_max_record];
+    std::uint8_t* end = encoding::put_record(bytes, kind, advance, id, id_high);
+    if (kind == encoding::k_line)
+        end = encoding::put_varint(end, line);
+    out.insert(out.end(), bytes, end);
 }
 
 // A batch whose clock (tsc) runs at 2 ticks per ns from tsc 1000 at 5000 ns.
@@ -88,6 +102,42 @@ TEST_CASE("records decode in order, with their times, ids and lines")
     CHECK(records[3].kind == RecordKind::ret_unwind);
     CHECK(records[3].id == 0x2a'0000'0009ULL);
     CHECK(records[3].value == 6000); // tsc 3000: the batch's end
+}
+
+TEST_CASE("the hook's records read back as it wrote them")
+{
+    // header(): id_high 0x2a, 2 ticks per ns from tsc 1000 at 5000 ns to tsc 3000.
+    struct Written {
+        encoding::Kind kind;
+        std::uint64_t advance;
+        std::uint64_t id;
+        std::uint32_t line;
+        RecordKind read_as;
+        std::uint64_t ns;
+    };
+    const Written written[] = {
+        {encoding::k_call, 0, 0x2a'0000'0001ULL, 0, RecordKind::call, 5000},
+        {encoding::k_line, 2, 0x2a'ffff'ffffULL, 0xffff'ffffu, RecordKind::line, 5001},
+        {encoding::k_call, 127, 0x2b'0000'0001ULL, 0, RecordKind::call, 5064}, // far id
+        {encoding::k_line, 128, 0xffff'ffff'ffff'ffffULL, 1, RecordKind::line, 5128},
+        {encoding::k_unwind, 1, 0x2a'0000'0002ULL, 0, RecordKind::ret_unwind, 5129},
+        {encoding::k_return, 1742, 0x2a'0000'0001ULL, 0, RecordKind::ret, 6000},
+        {encoding::k_return, 1ULL << 60, 0, 0, RecordKind::ret, 6000}, // a long pause, id 0
+    };
+    std::vector<std::uint8_t> bytes;
+    for (const Written& w : written)
+        hook_record(bytes, w.kind, w.advance, w.id, 0x2a, w.line);
+    const BatchHeader h = header(sizeof written / sizeof written[0]);
+    CHECK(check_records(h, bytes.data(), bytes.size()).empty());
+    const std::vector<Record> records = read_all(h, bytes);
+    REQUIRE(records.size() == sizeof written / sizeof written[0]);
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        CAPTURE(i);
+        CHECK(records[i].kind == written[i].read_as);
+        CHECK(records[i].id == written[i].id);
+        CHECK(records[i].line == written[i].line);
+        CHECK(records[i].value == written[i].ns);
+    }
 }
 
 TEST_CASE("record times stay within the batch's two readings")
