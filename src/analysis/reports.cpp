@@ -193,7 +193,7 @@ void name_processes(const StackModel& model, const std::map<std::int64_t, std::s
             std::vector<std::uint32_t> next;
             for (const std::uint32_t index : level) {
                 const ContextNode& node = nodes[index];
-                const CodeInfo* info = node.id.is_c ? nullptr : model.code(node.id.value);
+                const CodeNames* info = node.id.is_c ? nullptr : model.code(node.id.value);
                 if (info && info->module == "__main__" && !info->file.empty() &&
                     info->file[0] != '<') {
                     scripts[thread->key().pid] = info->file;
@@ -543,7 +543,7 @@ void write_lines(const StackModel& model, std::ostream& out, const ReportOptions
 {
     std::map<std::tuple<std::string, std::uint32_t, std::string>, LineStats> merged;
     for (const auto& [key, stats] : model.lines()) {
-        const CodeInfo* info = model.code(key.code_id);
+        const CodeNames* info = model.code(key.code_id);
         LineStats& row =
             merged[std::make_tuple(info && info->is_registered ? info->file : std::string("?"),
                                    key.line, model.label(FrameId{key.code_id, false}))];

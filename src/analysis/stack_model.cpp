@@ -85,7 +85,7 @@ void StackModel::set_window(Timestamp begin, Timestamp end) noexcept
     m_end = end;
 }
 
-std::string code_label(const CodeInfo& info)
+std::string code_label(const CodeNames& info)
 {
     std::string label;
     // Code run without a module (exec'd with globals that have no __name__) is told apart by
@@ -117,7 +117,7 @@ std::string code_label(const CodeInfo& info)
 void StackModel::on_code(std::uint64_t id, std::string module, std::string qualname,
                          std::string file, std::uint32_t first_line, std::string name)
 {
-    CodeInfo& info = m_codes[id];
+    CodeNames& info = m_codes[id];
     info.module = printable(module);
     info.qualname = printable(qualname);
     info.name = printable(name);
@@ -134,7 +134,7 @@ bool StackModel::on_call_name(std::uint64_t id, std::string_view name)
     const auto [it, is_new] = m_codes.try_emplace(id);
     if (!is_new)
         return false;
-    CodeInfo& info = it->second;
+    CodeNames& info = it->second;
     info.module = "?";
     info.qualname = printable(name);
     info.label = code_label(info);
@@ -512,7 +512,7 @@ std::string StackModel::label(FrameId id) const
                                                  : std::string("<kernel ?>");
     if (id.is_c)
         return id.value < m_c_labels.size() ? m_c_labels[id.value] : std::string("<C ?>");
-    if (const CodeInfo* info = code(id.value))
+    if (const CodeNames* info = code(id.value))
         return info->label;
     char text[40];
     std::snprintf(text, sizeof text, "<unknown 0x%llx>", static_cast<unsigned long long>(id.value));
@@ -525,7 +525,7 @@ std::string StackModel::location(FrameId id) const
         return "(kernel)";
     if (id.is_c)
         return "(C)";
-    const CodeInfo* info = code(id.value);
+    const CodeNames* info = code(id.value);
     if (!info)
         return "(unregistered)";
     if (!info->is_registered)
@@ -533,7 +533,7 @@ std::string StackModel::location(FrameId id) const
     return info->file + ':' + std::to_string(info->first_line);
 }
 
-const CodeInfo* StackModel::code(std::uint64_t id) const noexcept
+const CodeNames* StackModel::code(std::uint64_t id) const noexcept
 {
     const auto it = m_codes.find(id);
     return it == m_codes.end() ? nullptr : &it->second;

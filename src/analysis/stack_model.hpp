@@ -90,7 +90,7 @@ inline constexpr std::string_view no_file_name = "<no file name>";
 // The names behind a Python code id: what its python:code event said, or, until one comes,
 // the name its call events carry (is_registered false: a live reader or a trace chunk that
 // starts after the registration).
-struct CodeInfo {
+struct CodeNames {
     std::string module;   // "?" when the code ran without a str __name__ (exec'd code)
     std::string qualname; // co_qualname (co_name before Python 3.11)
     std::string name;     // co_name; empty in traces of hooks that did not record it
@@ -109,7 +109,7 @@ struct CodeInfo {
 //   wrappers ("...decorator.<locals>.public_api[concatenate]").
 // Code named only by its calls reads "?:qualname". The parts must already be printable().
 // Throws std::bad_alloc.
-std::string code_label(const CodeInfo& info);
+std::string code_label(const CodeNames& info);
 
 // One open frame of a thread's stack.
 struct Frame {
@@ -385,7 +385,7 @@ public:
     std::string location(FrameId id) const;
 
     // The names of a code id (registered or named by its call), or nullptr. noexcept.
-    const CodeInfo* code(std::uint64_t id) const noexcept;
+    const CodeNames* code(std::uint64_t id) const noexcept;
 
     // The threads, sorted by (pid, tid). Throws std::bad_alloc.
     std::vector<const Thread*> threads() const;
@@ -438,7 +438,7 @@ private:
     Timestamp clip_begin(Timestamp ts) const noexcept { return ts < m_begin ? m_begin : ts; }
     Timestamp clip_end(Timestamp ts) const noexcept { return ts > m_end ? m_end : ts; }
 
-    std::unordered_map<std::uint64_t, CodeInfo> m_codes;
+    std::unordered_map<std::uint64_t, CodeNames> m_codes;
     std::unordered_map<std::string, std::uint64_t> m_c_index;
     std::vector<std::string> m_c_labels;
     std::string m_c_key; // reused buffer: no allocation per C call once warm

@@ -27,9 +27,9 @@ extern "C" __attribute__((visibility("default"))) int pyust_attach_stop(void*) n
     return 0;
 }
 
-PYBIND11_MODULE(_native, m)
+PYBIND11_MODULE(_native, module)
 {
-    m.doc() = "pyust's native hook (use the pyust package, not this module)";
+    module.doc() = "pyust's native hook (use the pyust package, not this module)";
 
     // C++ TracerError becomes the package's pyust.TracerError, so users catch
     // one class whatever raised it.
@@ -43,9 +43,9 @@ PYBIND11_MODULE(_native, m)
         }
     });
 
-    m.def("init", &hook::init, py::arg("own_dir"),
-          "Prepare the hook; code under own_dir (pyust itself) is never traced.");
-    m.def(
+    module.def("init", &hook::init, py::arg("own_dir"),
+               "Prepare the hook; code under own_dir (pyust itself) is never traced.");
+    module.def(
         "start",
         [](bool c_calls, bool lines, bool hide_caller_stack, std::vector<std::string> include,
            std::vector<std::string> exclude, bool dormant, bool fast,
@@ -70,8 +70,8 @@ PYBIND11_MODULE(_native, m)
         "Start tracing every thread. command: the command line python:process reports "
         "(default: sys.orig_argv, else /proc/self/cmdline); hidden_dir: code from files under "
         "it is never traced (pyust attach's own).");
-    m.def("stop", &hook::stop, "Stop tracing every thread.");
-    m.def(
+    module.def("stop", &hook::stop, "Stop tracing every thread.");
+    module.def(
         "hide_code",
         [](py::handle code) {
             if (!PyCode_Check(code.ptr()))
@@ -80,25 +80,26 @@ PYBIND11_MODULE(_native, m)
         },
         py::arg("code"),
         "Never trace this code object (pyust attach's own code on the program's stack).");
-    m.def("backend", &hook::backend::name,
-          "The interpreter hook in use: \"setprofile\" (up to 3.11) or \"monitoring\".");
-    m.def("is_active", &hook::is_active);
-    m.def("is_hooked", &hook::is_hooked,
-          "Whether the interpreter hooks are installed (false while dormant).");
-    m.def("stop_watcher", &hook::stop_watcher,
-          "Stop the session watcher (an atexit hook: before finalisation).");
-    m.def("rundown", &hook::rundown, "Re-emit every process, thread and code registration event.");
-    m.def("attach_current_thread", &hook::attach_current_thread, py::arg("name"),
-          "Trace the calling thread (started after start()) under this name.");
-    m.def("name_thread", &hook::name_thread, py::arg("tid"), py::arg("name"));
-    m.def("emitted_events", &hook::emitted_events,
-          "Events the hook has handed to LTTng since the process started.");
-    m.def("tally_into", &hook::tally_into, py::arg("directory"),
-          "Count the events handed to LTTng in a new file of directory from now on (pyust "
-          "run's summary); call before start().");
-    m.def("flush", &hook::flush, py::arg("final") = false,
-          "Fast mode: write every thread's pending records now (before os._exit).");
-    m.def(
+    module.def("backend", &hook::backend::name,
+               "The interpreter hook in use: \"setprofile\" (up to 3.11) or \"monitoring\".");
+    module.def("is_active", &hook::is_active);
+    module.def("is_hooked", &hook::is_hooked,
+               "Whether the interpreter hooks are installed (false while dormant).");
+    module.def("stop_watcher", &hook::stop_watcher,
+               "Stop the session watcher (an atexit hook: before finalisation).");
+    module.def("rundown", &hook::rundown,
+               "Re-emit every process, thread and code registration event.");
+    module.def("attach_current_thread", &hook::attach_current_thread, py::arg("name"),
+               "Trace the calling thread (started after start()) under this name.");
+    module.def("name_thread", &hook::name_thread, py::arg("tid"), py::arg("name"));
+    module.def("emitted_events", &hook::emitted_events,
+               "Events the hook has handed to LTTng since the process started.");
+    module.def("tally_into", &hook::tally_into, py::arg("directory"),
+               "Count the events handed to LTTng in a new file of directory from now on (pyust "
+               "run's summary); call before start().");
+    module.def("flush", &hook::flush, py::arg("final") = false,
+               "Fast mode: write every thread's pending records now (before os._exit).");
+    module.def(
         "switch_stacks",
         [](py::handle origin, py::handle target) {
             const auto frame = [](py::handle object) {
@@ -111,10 +112,10 @@ PYBIND11_MODULE(_native, m)
         py::arg("origin"), py::arg("target"),
         "A greenlet switch: the frames of origin's stack stop, those of target's run again "
         "(each the top frame of its stack, or None).");
-    m.def("before_os_fork", &hook::before_os_fork,
-          "Mark this thread's fork as os.fork() (an os.register_at_fork before hook).");
-    m.def("after_os_fork_parent", &hook::after_os_fork_parent,
-          "After os.fork() in the parent (an os.register_at_fork hook).");
-    m.def("after_fork_child", &hook::after_fork_child,
-          "Announce the child's stack after os.fork() (an os.register_at_fork hook).");
+    module.def("before_os_fork", &hook::before_os_fork,
+               "Mark this thread's fork as os.fork() (an os.register_at_fork before hook).");
+    module.def("after_os_fork_parent", &hook::after_os_fork_parent,
+               "After os.fork() in the parent (an os.register_at_fork hook).");
+    module.def("after_fork_child", &hook::after_fork_child,
+               "Announce the child's stack after os.fork() (an os.register_at_fork hook).");
 }

@@ -111,8 +111,8 @@ bool name_current_thread() noexcept
 // stack (once), and name it (as soon as threading knows it).
 void begin_thread(PyCodeObject* entering) noexcept
 {
-    if (t_generation != g.generation) {
-        t_generation = g.generation;
+    if (t_generation != s_state.generation) {
+        t_generation = s_state.generation;
         PyFrameObject* frame = PyEval_GetFrame(); // borrowed
         bool is_entering = false;
         if (frame != nullptr && entering != nullptr) {
@@ -130,7 +130,7 @@ void begin_thread(PyCodeObject* entering) noexcept
 
 inline void ensure_thread(PyCodeObject* entering) noexcept
 {
-    if (t_generation != g.generation || !t_is_named) [[unlikely]]
+    if (t_generation != s_state.generation || !t_is_named) [[unlikely]]
         begin_thread(entering);
 }
 
@@ -147,7 +147,7 @@ PyObject* on_enter(PyObject* const* args, Py_ssize_t nargs, bool can_disable) no
         return can_disable ? disable() : none();
     ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
     check_session();
-    g.emitter->call(*info);
+    s_state.emitter->call(*info);
     return none();
 }
 
@@ -167,7 +167,7 @@ PyObject* on_py_return(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexc
     if (!is_traced(info))
         return disable();
     ensure_thread(nullptr);
-    g.emitter->ret(*info, false);
+    s_state.emitter->ret(*info, false);
     return none();
 }
 
@@ -176,7 +176,7 @@ PyObject* on_py_unwind(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexc
     CodeInfo* info = code_info(args, nargs);
     if (is_traced(info)) {
         ensure_thread(nullptr);
-        g.emitter->ret(*info, true);
+        s_state.emitter->ret(*info, true);
     }
     return none();
 }
@@ -191,12 +191,14 @@ PyObject* on_line(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
         if (number == -1 && PyErr_Occurred())
             PyErr_Clear();
         ensure_thread(nullptr);
-        g.emitter->line(*info, static_cast<std::uint32_t>(number));
+        s_state.emitter->line(*info, static_cast<std::uint32_t>(number));
     }
     return none();
 }
 
-PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+// sys.monitoring's CALL event comes before every call; Python functions have their own
+// PY_START, so only calls of C callables (builtins, methods of C types) are reported here.
+PyObject* on_c_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 {
     CodeInfo* info = code_info(args, nargs);
     if (!is_traced(info))
@@ -206,7 +208,7 @@ PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
         const char* owner = "?";
         c_function_names(args[2], &name, &owner);
         ensure_thread(nullptr);
-        g.emitter->c_call(name, owner);
+        s_state.emitter->c_call(name, owner);
     }
     return none();
 }
@@ -214,7 +216,7 @@ PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 PyObject* on_c_exit(PyObject* const* args, Py_ssize_t nargs, bool has_raised) noexcept
 {
     if (nargs >= 3 && is_traced(code_info(args, nargs)) && !is_python_callable(args[2]))
-        g.emitter->c_return(has_raised);
+        s_state.emitter->c_return(has_raised);
     return none();
 }
 
@@ -238,7 +240,7 @@ PyMethodDef k_methods[event_count] = {
     {"pyust_py_yield", PYUST_CALLBACK(on_py_return), METH_FASTCALL, nullptr},
     {"pyust_py_unwind", PYUST_CALLBACK(on_py_unwind), METH_FASTCALL, nullptr},
     {"pyust_line", PYUST_CALLBACK(on_line), METH_FASTCALL, nullptr},
-    {"pyust_call", PYUST_CALLBACK(on_call), METH_FASTCALL, nullptr},
+    {"pyust_call", PYUST_CALLBACK(on_c_call), METH_FASTCALL, nullptr},
     {"pyust_c_return", PYUST_CALLBACK(on_c_return), METH_FASTCALL, nullptr},
     {"pyust_c_raise", PYUST_CALLBACK(on_c_raise), METH_FASTCALL, nullptr},
 };
@@ -308,9 +310,9 @@ long event_mask() noexcept
 {
     long mask = m.bits[py_start] | m.bits[py_resume] | m.bits[py_throw] | m.bits[py_return] |
                 m.bits[py_yield] | m.bits[py_unwind];
-    if (g.options.lines)
+    if (s_state.options.lines)
         mask |= m.bits[line];
-    if (g.options.c_calls)
+    if (s_state.options.c_calls)
         mask |= m.bits[call] | m.bits[c_return] | m.bits[c_raise];
     return mask;
 }
@@ -347,7 +349,7 @@ void install(bool is_caller_announced)
     is_ok = is_ok && call_ok(call_monitoring("restart_events", nullptr));
     // The caller's stack was announced by start(): its thread is current.
     if (is_caller_announced)
-        t_generation = g.generation;
+        t_generation = s_state.generation;
     is_ok = is_ok && call_ok(call_monitoring("set_events", "(il)", m.tool, event_mask()));
     if (!is_ok) {
         uninstall(false);

@@ -39,10 +39,10 @@ thread_local LastFrame t_last __attribute__((tls_model("initial-exec")));
 
 inline CodeInfo* info_of(PyFrameObject* frame) noexcept
 {
-    if (t_last.frame == frame && t_last.generation == g.generation)
+    if (t_last.frame == frame && t_last.generation == s_state.generation)
         return t_last.info;
     CodeInfo* info = info_for_frame(frame);
-    t_last = {frame, info, g.generation};
+    t_last = {frame, info, s_state.generation};
     return info;
 }
 
@@ -53,7 +53,7 @@ void on_call(PyFrameObject* frame) noexcept
     if (is_traced(info)) {
         // Filtered-out calls pay only the verdict lookup.
         check_session();
-        g.emitter->call(*info);
+        s_state.emitter->call(*info);
     }
 }
 
@@ -62,7 +62,7 @@ void on_return(PyFrameObject* frame, bool is_unwind) noexcept
     const CodeInfo* info = info_of(frame);
     t_last.frame = nullptr; // the frame is done: its memory may be reused
     if (is_traced(info))
-        g.emitter->ret(*info, is_unwind);
+        s_state.emitter->ret(*info, is_unwind);
 }
 
 // C calls are recorded only from traced Python code (the pyust runner's own
@@ -74,33 +74,33 @@ void on_c_call(PyFrameObject* frame, PyObject* callable) noexcept
     const char* name = "?";
     const char* owner = "?";
     c_function_names(callable, &name, &owner);
-    g.emitter->c_call(name, owner);
+    s_state.emitter->c_call(name, owner);
 }
 
 void on_c_return(PyFrameObject* frame, bool has_raised) noexcept
 {
     if (is_traced(info_of(frame)))
-        g.emitter->c_return(has_raised);
+        s_state.emitter->c_return(has_raised);
 }
 
 int profile_callback(PyObject*, PyFrameObject* frame, int what, PyObject* arg) noexcept
 {
     switch (what) {
     case PyTrace_CALL:
-        if (!g.options.lines)
+        if (!s_state.options.lines)
             on_call(frame);
         break;
     case PyTrace_RETURN:
-        if (!g.options.lines)
+        if (!s_state.options.lines)
             on_return(frame, arg == nullptr);
         break;
     case PyTrace_C_CALL:
-        if (g.options.c_calls)
+        if (s_state.options.c_calls)
             on_c_call(frame, arg);
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
-        if (g.options.c_calls)
+        if (s_state.options.c_calls)
             on_c_return(frame, what == PyTrace_C_EXCEPTION);
         break;
     default:
@@ -121,7 +121,7 @@ int trace_callback(PyObject*, PyFrameObject* frame, int what, PyObject* arg) noe
     case PyTrace_LINE: {
         const CodeInfo* info = info_of(frame);
         if (is_traced(info))
-            g.emitter->line(*info, static_cast<std::uint32_t>(PyFrame_GetLineNumber(frame)));
+            s_state.emitter->line(*info, static_cast<std::uint32_t>(PyFrame_GetLineNumber(frame)));
         break;
     }
     default:
@@ -173,14 +173,14 @@ int closing_callback(PyObject*, PyFrameObject* frame, int what, PyObject*) noexc
 
 Py_tracefunc profile_for(bool is_first) noexcept
 {
-    if (g.options.lines)
-        return g.options.c_calls ? profile_callback : nullptr;
+    if (s_state.options.lines)
+        return s_state.options.c_calls ? profile_callback : nullptr;
     return is_first ? first_profile_callback : profile_callback;
 }
 
 Py_tracefunc trace_for(bool is_first) noexcept
 {
-    if (!g.options.lines)
+    if (!s_state.options.lines)
         return nullptr;
     return is_first ? first_trace_callback : trace_callback;
 }
@@ -192,7 +192,7 @@ void install_on_current(bool is_first) noexcept
     s_is_installing = true;
     PyThreadState* self = PyThreadState_Get();
     if (compat::set_profile(self, profile_for(is_first)) < 0 ||
-        (g.options.lines && compat::set_trace(self, trace_for(is_first)) < 0))
+        (s_state.options.lines && compat::set_trace(self, trace_for(is_first)) < 0))
         PyErr_Clear();
     s_is_installing = false;
 }
@@ -222,7 +222,7 @@ bool is_ours(Py_tracefunc fn) noexcept
 int audit_hook(const char* event, PyObject*, void*) noexcept
 {
     static bool has_warned = false;
-    if (!g.is_active || s_is_installing || has_warned)
+    if (!s_state.is_active || s_is_installing || has_warned)
         return 0;
     const bool is_profile = std::strcmp(event, "sys.setprofile") == 0;
     const bool is_trace = std::strcmp(event, "sys.settrace") == 0;
@@ -257,7 +257,7 @@ void check_free()
     if (self->c_profilefunc != nullptr && !is_ours(self->c_profilefunc))
         throw TracerError("Cannot start tracing: another profiler is active on this thread "
                           "(sys.getprofile() is set, e.g. by cProfile); stop it first");
-    if (g.options.lines && self->c_tracefunc != nullptr && !is_ours(self->c_tracefunc))
+    if (s_state.options.lines && self->c_tracefunc != nullptr && !is_ours(self->c_tracefunc))
         throw TracerError("Cannot start line tracing: another tracer is active on this thread "
                           "(sys.gettrace() is set, e.g. by a debugger or coverage.py); stop "
                           "it first or trace without lines");
@@ -279,7 +279,7 @@ void install(bool is_caller_announced)
         // the trace already: it resumes without announcing them again.
         const bool is_first = t->c_profilefunc != closing_callback;
         if (compat::set_profile(t, profile_for(is_first)) < 0 ||
-            (g.options.lines && compat::set_trace(t, trace_for(is_first)) < 0))
+            (s_state.options.lines && compat::set_trace(t, trace_for(is_first)) < 0))
             PyErr_Clear();
     });
     s_is_installing = false;

@@ -26,7 +26,7 @@
 
 namespace pyust::hook {
 
-State& g = *new State;
+State& s_state = *new State;
 
 namespace {
 
@@ -56,12 +56,12 @@ bool starts_with(const std::string& text, const std::string& prefix) noexcept
 void decide(CodeInfo& info) noexcept
 {
     const bool was_traced = info.is_traced;
-    info.generation = g.generation;
-    info.is_traced = !info.is_hidden && !starts_with(info.file, g.own_dir) &&
-                     !starts_with(info.file, g.options.hidden_dir) &&
-                     g.filter.is_traced(info.module);
+    info.generation = s_state.generation;
+    info.is_traced = !info.is_hidden && !starts_with(info.file, s_state.own_dir) &&
+                     !starts_with(info.file, s_state.options.hidden_dir) &&
+                     s_state.filter.is_traced(info.module);
     if (info.is_traced && !was_traced)
-        g.emitter->code(info);
+        s_state.emitter->code(info);
 }
 
 std::string module_of(PyFrameObject* frame)
@@ -158,11 +158,11 @@ CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
         else
             module = module_of(frame);
         CodeInfo& info =
-            g.registry->add(std::move(module), utf8_or_unknown(compat::code_qualname(code)),
-                            std::move(file), static_cast<std::uint32_t>(code->co_firstlineno),
-                            false, utf8_or_unknown(code->co_name));
+            s_state.registry->add(std::move(module), utf8_or_unknown(compat::code_qualname(code)),
+                                  std::move(file), static_cast<std::uint32_t>(code->co_firstlineno),
+                                  false, utf8_or_unknown(code->co_name));
         decide(info);
-        compat::set_code_extra(code, g.extra_index, &info);
+        compat::set_code_extra(code, s_state.extra_index, &info);
         return &info;
     } catch (...) {
         return nullptr;
@@ -215,25 +215,25 @@ struct Watcher {
     pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
     bool is_running = false;            // guarded by mutex
     bool is_stopping = false;           // guarded by mutex
-    std::atomic<bool> is_hooked{false}; // mirrors g.is_hooked, read without the GIL
+    std::atomic<bool> is_hooked{false}; // mirrors s_state.is_hooked, read without the GIL
     // Set by start() before the watcher starts (read without the GIL).
     std::atomic<bool> is_dormant_allowed{true};
     std::atomic<bool> is_batched{false};
 };
 
-Watcher& w = *new Watcher; // never destroyed, like g
+Watcher& s_watcher = *new Watcher; // never destroyed, like s_state
 
 void set_hooked(bool is_hooked) noexcept
 {
-    g.is_hooked = is_hooked;
-    w.is_hooked.store(is_hooked);
+    s_state.is_hooked = is_hooked;
+    s_watcher.is_hooked.store(is_hooked);
 }
 
 // A session started recording: hooks back on, everything named again.
 void wake_up() noexcept
 {
-    ++g.generation;
-    g.emitter->begin();
+    ++s_state.generation;
+    s_state.emitter->begin();
     try {
         backend::install(false);
         set_hooked(true);
@@ -245,7 +245,7 @@ void wake_up() noexcept
         has_warned = true;
         return;
     }
-    g.was_code_enabled = g.emitter->is_code_enabled();
+    s_state.was_code_enabled = s_state.emitter->is_code_enabled();
     rundown();
 }
 
@@ -268,44 +268,44 @@ timespec deadline_after(long ms) noexcept
 
 void* watch(void*) noexcept
 {
-    pthread_mutex_lock(&w.mutex);
-    while (!w.is_stopping) {
-        const bool is_batched = w.is_batched.load();
+    pthread_mutex_lock(&s_watcher.mutex);
+    while (!s_watcher.is_stopping) {
+        const bool is_batched = s_watcher.is_batched.load();
         const timespec deadline =
             deadline_after(is_batched ? k_flush_period_ms : k_watch_period_ms);
-        while (!w.is_stopping &&
-               pthread_cond_timedwait(&w.wake, &w.mutex, &deadline) != ETIMEDOUT) {
+        while (!s_watcher.is_stopping &&
+               pthread_cond_timedwait(&s_watcher.wake, &s_watcher.mutex, &deadline) != ETIMEDOUT) {
         }
-        if (w.is_stopping)
+        if (s_watcher.is_stopping)
             break;
-        const bool is_recording = g.emitter->is_recording();
-        const bool is_hooked = w.is_hooked.load();
-        const bool is_toggling = w.is_dormant_allowed.load() && is_recording != is_hooked;
+        const bool is_recording = s_state.emitter->is_recording();
+        const bool is_hooked = s_watcher.is_hooked.load();
+        const bool is_toggling = s_watcher.is_dormant_allowed.load() && is_recording != is_hooked;
         const bool is_flushing = is_batched && is_recording && is_hooked;
         const bool is_unsticking = compat::k_traced_threads_spin_on_signals && is_hooked;
         if (!is_toggling && !is_flushing && !is_unsticking)
             continue;
-        pthread_mutex_unlock(&w.mutex);
+        pthread_mutex_unlock(&s_watcher.mutex);
         if (compat::is_finalizing()) {
-            pthread_mutex_lock(&w.mutex);
+            pthread_mutex_lock(&s_watcher.mutex);
             break;
         }
         const PyGILState_STATE gil = PyGILState_Ensure();
         // stop() clears is_active under the GIL before it waits for us.
-        if (g.is_active && is_toggling && is_recording != g.is_hooked) {
+        if (s_state.is_active && is_toggling && is_recording != s_state.is_hooked) {
             if (is_recording)
                 wake_up();
             else
                 go_dormant();
         }
-        if (g.is_active && is_flushing && g.is_hooked)
-            g.emitter->flush_all(false);
+        if (s_state.is_active && is_flushing && s_state.is_hooked)
+            s_state.emitter->flush_all(false);
         // Unsticking needs nothing more: taking the GIL was the work.
         PyGILState_Release(gil);
-        pthread_mutex_lock(&w.mutex);
+        pthread_mutex_lock(&s_watcher.mutex);
     }
-    w.is_running = false;
-    pthread_mutex_unlock(&w.mutex);
+    s_watcher.is_running = false;
+    pthread_mutex_unlock(&s_watcher.mutex);
     return nullptr;
 }
 
@@ -318,10 +318,10 @@ bool needs_watcher(const Options& options) noexcept
 // Starts the watcher unless it runs. false when no thread could be made.
 bool start_watcher() noexcept
 {
-    pthread_mutex_lock(&w.mutex);
+    pthread_mutex_lock(&s_watcher.mutex);
     bool is_ok = true;
-    if (!w.is_running) {
-        w.is_stopping = false;
+    if (!s_watcher.is_running) {
+        s_watcher.is_stopping = false;
         // The watcher blocks every signal (it inherits the mask it is created
         // with): a Ctrl-C must reach the program's own threads, whose sleep it
         // interrupts, not this one.
@@ -329,11 +329,11 @@ bool start_watcher() noexcept
         sigset_t previous;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &previous);
-        is_ok = pthread_create(&w.thread, nullptr, watch, nullptr) == 0;
+        is_ok = pthread_create(&s_watcher.thread, nullptr, watch, nullptr) == 0;
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-        w.is_running = is_ok;
+        s_watcher.is_running = is_ok;
     }
-    pthread_mutex_unlock(&w.mutex);
+    pthread_mutex_unlock(&s_watcher.mutex);
     return is_ok;
 }
 
@@ -342,13 +342,13 @@ bool start_watcher() noexcept
 // hook.hpp for what the child does).
 void fork_prepare() noexcept
 {
-    g.forking_tid = current_tid();
-    lttng_ust_before_fork(&g.fork_sigset);
+    s_state.forking_tid = current_tid();
+    lttng_ust_before_fork(&s_state.fork_sigset);
 }
 
 void fork_parent() noexcept
 {
-    lttng_ust_after_fork_parent(&g.fork_sigset);
+    lttng_ust_after_fork_parent(&s_state.fork_sigset);
 }
 
 // The child re-registers with the session daemon (its events carry its own
@@ -356,31 +356,31 @@ void fork_parent() noexcept
 // thread lives on under a new tid with its old name.
 void fork_child() noexcept
 {
-    const bool is_os_fork = g.os_fork_tid != 0 && g.os_fork_tid == g.forking_tid;
-    g.os_fork_tid = 0;
+    const bool is_os_fork = s_state.os_fork_tid != 0 && s_state.os_fork_tid == s_state.forking_tid;
+    s_state.os_fork_tid = 0;
     if (!is_os_fork) {
         // About to exec (subprocess): LTTng-UST's locks may stay taken, its signal mask not.
-        pthread_sigmask(SIG_SETMASK, &g.fork_sigset, nullptr);
+        pthread_sigmask(SIG_SETMASK, &s_state.fork_sigset, nullptr);
         return;
     }
-    lttng_ust_after_fork_child(&g.fork_sigset);
+    lttng_ust_after_fork_child(&s_state.fork_sigset);
     tally_after_fork_child();
     // The watcher thread does not exist in the child, and its lock may have
     // been held at the fork: start afresh (after_fork_child restarts it).
-    new (&w.mutex) pthread_mutex_t(PTHREAD_MUTEX_INITIALIZER);
-    new (&w.wake) pthread_cond_t(PTHREAD_COND_INITIALIZER);
-    w.is_running = false;
-    w.is_stopping = false;
+    new (&s_watcher.mutex) pthread_mutex_t(PTHREAD_MUTEX_INITIALIZER);
+    new (&s_watcher.wake) pthread_cond_t(PTHREAD_COND_INITIALIZER);
+    s_watcher.is_running = false;
+    s_watcher.is_stopping = false;
     try {
         std::string name = "MainThread";
-        g.registry->for_each_thread([&](std::int64_t tid, const std::string& n) {
-            if (tid == g.forking_tid)
+        s_state.registry->for_each_thread([&](std::int64_t tid, const std::string& n) {
+            if (tid == s_state.forking_tid)
                 name = n;
         });
-        g.registry->after_fork_child(static_cast<std::uint32_t>(getpid()));
-        if (g.has_batched)
+        s_state.registry->after_fork_child(static_cast<std::uint32_t>(getpid()));
+        if (s_state.has_batched)
             batch_emitter().after_fork_child(static_cast<std::uint32_t>(getpid()));
-        g.registry->set_thread_name(current_tid(), std::move(name));
+        s_state.registry->set_thread_name(current_tid(), std::move(name));
     } catch (...) {
     }
 }
@@ -423,10 +423,10 @@ std::vector<std::string> own_command()
 
 CodeInfo* info_for_code(PyCodeObject* code, PyFrameObject* frame) noexcept
 {
-    auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, g.extra_index));
+    auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, s_state.extra_index));
     if (info == nullptr)
         return register_code(code, frame);
-    if (info->generation != g.generation)
+    if (info->generation != s_state.generation)
         decide(*info);
     return info;
 }
@@ -441,11 +441,11 @@ CodeInfo* info_for_frame(PyFrameObject* frame) noexcept
 
 void check_session() noexcept
 {
-    const bool is_enabled = g.emitter->is_code_enabled();
-    if (is_enabled != g.was_code_enabled) {
-        g.was_code_enabled = is_enabled;
+    const bool is_enabled = s_state.emitter->is_code_enabled();
+    if (is_enabled != s_state.was_code_enabled) {
+        s_state.was_code_enabled = is_enabled;
         if (is_enabled) {
-            g.emitter->begin();
+            s_state.emitter->begin();
             rundown();
         }
     }
@@ -458,7 +458,7 @@ void open_stack(PyFrameObject* frame) noexcept
         for (PyFrameObject* f : frames) {
             const CodeInfo* info = info_for_frame(f);
             if (is_traced(info))
-                g.emitter->call(*info);
+                s_state.emitter->call(*info);
         }
         release(frames);
     } catch (const std::bad_alloc&) {
@@ -473,7 +473,7 @@ void close_stack(PyFrameObject* frame) noexcept
         for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
             const CodeInfo* info = info_for_frame(*it);
             if (is_traced(info))
-                g.emitter->ret(*info, false);
+                s_state.emitter->ret(*info, false);
         }
         release(frames);
     } catch (const std::bad_alloc&) {
@@ -482,31 +482,31 @@ void close_stack(PyFrameObject* frame) noexcept
 
 void switch_stacks(PyFrameObject* origin, PyFrameObject* target) noexcept
 {
-    if (!g.is_active || !g.is_hooked)
+    if (!s_state.is_active || !s_state.is_hooked)
         return;
     if (origin != nullptr) {
-        if (g.options.c_calls && is_traced(info_for_frame(origin)))
-            g.emitter->c_return(false);
+        if (s_state.options.c_calls && is_traced(info_for_frame(origin)))
+            s_state.emitter->c_return(false);
         close_stack(origin);
     }
     if (target != nullptr) {
         open_stack(target);
-        if (g.options.c_calls && is_traced(info_for_frame(target)))
-            g.emitter->c_call("switch", "greenlet.greenlet");
+        if (s_state.options.c_calls && is_traced(info_for_frame(target)))
+            s_state.emitter->c_call("switch", "greenlet.greenlet");
     }
 }
 
 void hide_code(PyCodeObject* code) noexcept
 {
     try {
-        auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, g.extra_index));
+        auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, s_state.extra_index));
         if (info == nullptr) {
             compat::SavedError saved;
-            info = &g.registry->add(k_unknown, utf8_or_unknown(compat::code_qualname(code)),
-                                    utf8_or_unknown(code->co_filename),
-                                    static_cast<std::uint32_t>(code->co_firstlineno), false,
-                                    utf8_or_unknown(code->co_name));
-            compat::set_code_extra(code, g.extra_index, info);
+            info = &s_state.registry->add(k_unknown, utf8_or_unknown(compat::code_qualname(code)),
+                                          utf8_or_unknown(code->co_filename),
+                                          static_cast<std::uint32_t>(code->co_firstlineno), false,
+                                          utf8_or_unknown(code->co_name));
+            compat::set_code_extra(code, s_state.extra_index, info);
         }
         info->is_hidden = true;
         info->is_traced = false;
@@ -562,8 +562,8 @@ void c_function_names(PyObject* callable, const char** name, const char** owner)
 
 void emit_process() noexcept
 {
-    g.emitter->process(python_version(), backend::name(), g.options.lines, g.options.c_calls,
-                       g.command.c_str());
+    s_state.emitter->process(python_version(), backend::name(), s_state.options.lines,
+                             s_state.options.c_calls, s_state.command.c_str());
 }
 
 std::int64_t current_tid() noexcept
@@ -575,28 +575,28 @@ std::int64_t current_tid() noexcept
 
 void init(const std::string& own_dir)
 {
-    if (g.is_initialised)
+    if (s_state.is_initialised)
         return;
-    g.extra_index = compat::request_code_extra_index();
-    if (g.extra_index < 0) {
+    s_state.extra_index = compat::request_code_extra_index();
+    if (s_state.extra_index < 0) {
         PyErr_Clear();
         throw TracerError("Cannot initialise pyust: the interpreter has no free code-extra "
                           "slot (too many tools store data on code objects)");
     }
-    g.own_dir = own_dir;
-    g.registry = std::make_unique<Registry>(static_cast<std::uint32_t>(getpid()));
-    g.emitter = &lttng_emitter();
+    s_state.own_dir = own_dir;
+    s_state.registry = std::make_unique<Registry>(static_cast<std::uint32_t>(getpid()));
+    s_state.emitter = &lttng_emitter();
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
         throw TracerError("Cannot initialise pyust: pthread_atfork failed");
-    g.is_initialised = true;
+    s_state.is_initialised = true;
 }
 
 void start(const Options& options)
 {
-    if (!g.is_initialised)
+    if (!s_state.is_initialised)
         throw TracerError("Cannot start tracing: pyust's native hook was not initialised "
                           "(import pyust rather than pyust._native)");
-    if (g.is_active)
+    if (s_state.is_active)
         throw TracerError("Cannot start tracing: pyust is already tracing; call "
                           "pyust.stop() first");
     prefix::Filter filter;
@@ -607,26 +607,26 @@ void start(const Options& options)
     } catch (const std::exception& error) {
         throw TracerError(std::string("Cannot start tracing: ") + error.what());
     }
-    const Options previous = g.options;
-    g.options = options;
+    const Options previous = s_state.options;
+    s_state.options = options;
     try {
         backend::check_free();
     } catch (...) {
-        g.options = previous;
+        s_state.options = previous;
         throw;
     }
-    g.filter = std::move(filter);
-    ++g.generation;
+    s_state.filter = std::move(filter);
+    ++s_state.generation;
     // This start may record into another session than the last one did (pyust
     // attach, start/stop/start): every code object is registered in the trace
     // again when it next runs, as if new (decide() emits python:code when code
     // becomes traced).
-    g.registry->for_each_code([](CodeInfo& info) { info.is_traced = false; });
-    g.emitter = options.fast ? &batch_emitter() : &lttng_emitter();
-    g.has_batched = g.has_batched || options.fast;
-    g.was_code_enabled = g.emitter->is_code_enabled();
-    g.command = join_command(options.command.empty() ? own_command() : options.command);
-    g.emitter->begin();
+    s_state.registry->for_each_code([](CodeInfo& info) { info.is_traced = false; });
+    s_state.emitter = options.fast ? &batch_emitter() : &lttng_emitter();
+    s_state.has_batched = s_state.has_batched || options.fast;
+    s_state.was_code_enabled = s_state.emitter->is_code_enabled();
+    s_state.command = join_command(options.command.empty() ? own_command() : options.command);
+    s_state.emitter->begin();
     emit_process();
 
     PyFrameObject* frame = PyEval_GetFrame(); // borrowed
@@ -636,10 +636,10 @@ void start(const Options& options)
         open_stack(frame);
     // Dormant from the start when no session records (the stack announced
     // above then went nowhere; the hooks announce it again when they wake).
-    w.is_dormant_allowed.store(options.is_dormant_allowed);
-    w.is_batched.store(options.fast);
+    s_watcher.is_dormant_allowed.store(options.is_dormant_allowed);
+    s_watcher.is_batched.store(options.fast);
     const bool is_dormant =
-        options.is_dormant_allowed && !g.emitter->is_recording() && start_watcher();
+        options.is_dormant_allowed && !s_state.emitter->is_recording() && start_watcher();
     if (!is_dormant) {
         try {
             backend::install(true);
@@ -651,114 +651,116 @@ void start(const Options& options)
         if (needs_watcher(options))
             start_watcher();
     }
-    g.is_active = true;
+    s_state.is_active = true;
 }
 
 void stop() noexcept
 {
-    if (!g.is_active)
+    if (!s_state.is_active)
         return;
-    g.is_active = false;
+    s_state.is_active = false;
     stop_watcher();
-    if (g.is_hooked) {
+    if (s_state.is_hooked) {
         backend::uninstall(true);
         set_hooked(false);
         close_stack(PyEval_GetFrame());
     }
-    g.emitter->flush_all(true);
+    s_state.emitter->flush_all(true);
 }
 
 bool is_active() noexcept
 {
-    return g.is_active;
+    return s_state.is_active;
 }
 
 bool is_hooked() noexcept
 {
-    return g.is_hooked;
+    return s_state.is_hooked;
 }
 
 void stop_watcher() noexcept
 {
-    pthread_mutex_lock(&w.mutex);
-    const bool is_running = w.is_running;
-    w.is_stopping = true;
-    pthread_cond_signal(&w.wake);
-    pthread_mutex_unlock(&w.mutex);
+    pthread_mutex_lock(&s_watcher.mutex);
+    const bool is_running = s_watcher.is_running;
+    s_watcher.is_stopping = true;
+    pthread_cond_signal(&s_watcher.wake);
+    pthread_mutex_unlock(&s_watcher.mutex);
     if (!is_running)
         return;
     // The watcher may be waiting for the GIL: let it have it.
     Py_BEGIN_ALLOW_THREADS
-        pthread_join(w.thread, nullptr);
+        pthread_join(s_watcher.thread, nullptr);
     Py_END_ALLOW_THREADS
 }
 
 void rundown() noexcept
 {
-    if (!g.is_initialised)
+    if (!s_state.is_initialised)
         return;
     emit_process();
-    g.registry->for_each_thread(
-        [](std::int64_t tid, const std::string& name) { g.emitter->thread(tid, name.c_str()); });
-    g.registry->for_each_code([](const CodeInfo& info) {
+    s_state.registry->for_each_thread([](std::int64_t tid, const std::string& name) {
+        s_state.emitter->thread(tid, name.c_str());
+    });
+    s_state.registry->for_each_code([](const CodeInfo& info) {
         if (info.is_traced)
-            g.emitter->code(info);
+            s_state.emitter->code(info);
     });
 }
 
 void attach_current_thread(const std::string& name)
 {
-    if (!g.is_active)
+    if (!s_state.is_active)
         return;
     name_thread(current_tid(), name);
-    if (g.is_hooked)
+    if (s_state.is_hooked)
         backend::attach_current_thread();
 }
 
 void name_thread(std::int64_t tid, const std::string& name)
 {
-    g.registry->set_thread_name(tid, name);
-    g.emitter->thread(tid, name.c_str());
+    s_state.registry->set_thread_name(tid, name);
+    s_state.emitter->thread(tid, name.c_str());
 }
 
 std::uint64_t emitted_events() noexcept
 {
-    if (!g.is_initialised)
+    if (!s_state.is_initialised)
         return 0;
     return tally().events + tally().records.load(std::memory_order_relaxed);
 }
 
 void flush(bool is_final) noexcept
 {
-    if (g.is_initialised)
-        g.emitter->flush_all(is_final);
+    if (s_state.is_initialised)
+        s_state.emitter->flush_all(is_final);
 }
 
 void before_os_fork() noexcept
 {
-    g.os_fork_tid = current_tid();
+    s_state.os_fork_tid = current_tid();
 }
 
 void after_os_fork_parent() noexcept
 {
-    g.os_fork_tid = 0;
+    s_state.os_fork_tid = 0;
 }
 
 void after_fork_child() noexcept
 {
-    if (!g.is_active)
+    if (!s_state.is_active)
         return;
     // The child's process and thread events. The code ids it inherited keep
     // the parent's pid: their names are in the parent's registrations.
-    g.was_code_enabled = g.emitter->is_code_enabled();
-    g.emitter->begin();
+    s_state.was_code_enabled = s_state.emitter->is_code_enabled();
+    s_state.emitter->begin();
     emit_process();
-    g.registry->for_each_thread(
-        [](std::int64_t tid, const std::string& name) { g.emitter->thread(tid, name.c_str()); });
+    s_state.registry->for_each_thread([](std::int64_t tid, const std::string& name) {
+        s_state.emitter->thread(tid, name.c_str());
+    });
     // The child's thread continues the parent's stack: announce it, so the
     // child's own stream is balanced.
     open_stack(PyEval_GetFrame());
-    if (needs_watcher(g.options))
+    if (needs_watcher(s_state.options))
         start_watcher();
 }
 

@@ -39,7 +39,7 @@ struct State {
 
 // Guarded by the GIL. Never destroyed: daemon threads may still be inside
 // the hook while the process runs its static destructors at exit.
-extern State& g;
+extern State& s_state;
 
 // The CodeInfo of a code object, registering it on first sight (frame: the
 // frame running it, for its module name; nullptr means the current frame).
@@ -98,7 +98,7 @@ namespace backend {
 const char* name() noexcept;
 
 // Throws TracerError when another tool holds what this back end needs.
-// Precondition: g.options holds the options of the start() being made.
+// Precondition: s_state.options holds the options of the start() being made.
 void check_free();
 
 // Installs the hook for every thread. With is_caller_announced, the calling

@@ -64,12 +64,14 @@ BT_PLUGIN_SINK_COMPONENT_CLASS_DESCRIPTION(
     report, "Rebuild Python call stacks and write a profile, call tree, per-line profile, "
             "folded stacks, Chrome trace JSON or SVG flame graph");
 BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
-    report, "Parameters: format=profile|tree|folded|lines|chrome|svg (default profile), "
+    report, "Parameters: format=profile|tree|folded|lines|chrome|svg|top (default profile), "
             "output=PATH (default stdout), pid=N, tid=N (matching nothing is an error), "
             "begin=NS, end=NS, min-duration=NS, modules=PREFIXES, sort=self|total|calls|mean, "
             "limit=N (profile, lines rows; default 0: all), min-share=\"PERCENT\" (tree), "
             "max-size=BYTES (chrome), merge-processes=yes|no (profile, folded), "
-            "raw-names=yes|no (native frames by their symbols)");
+            "raw-names=yes|no (native frames by their symbols), salvage=yes|no (a damaged "
+            "trace: report what came before the error; default no), period=NS, count=N, "
+            "rows=N (top: wall time between tables, tables before stopping, rows per table)");
 BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, pyust::plugin::report::initialize);
 #if PYUST_BT_HAS_MIP1
 BT_PLUGIN_SINK_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(

@@ -12,7 +12,7 @@ namespace pyust::plugin::expand {
 
 enum class RecordKind : std::uint8_t { call, ret, ret_unwind, line };
 
-// One decoded record. decode_records() sets value to the record's time on the
+// One decoded record. RecordReader::next() sets value to the record's time on the
 // batch's clock (LTTng's, in ns); the filter then replaces it by the stream
 // clock's cycles and sets time.
 struct Record {
