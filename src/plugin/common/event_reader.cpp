@@ -103,111 +103,100 @@ analysis::Timestamp ns_from_origin(const bt_clock_snapshot* snapshot)
 
 const EventReader::ClassInfo& EventReader::class_info(const bt_event_class* event_class)
 {
-    if (event_class == m_last_class)
-        return *m_last_info;
-    auto [it, is_new] = m_classes.try_emplace(event_class);
-    ClassInfo& info = it->second;
-    if (is_new) {
-        const char* event_name = bt_event_class_get_name(event_class);
-        info.kind = kind_of(event_name);
-        if (info.kind == PythonKind::other && event_name)
-            info.kind = kernel_kind(event_name, info.syscall);
-        if (info.kind == PythonKind::batch) {
-            // Nothing to look up: decode() refuses its events.
-        } else if (info.kind == PythonKind::syscall_entry ||
-                   info.kind == PythonKind::syscall_exit || info.kind == PythonKind::sched_switch) {
-            kernel_class_info(event_class, info);
-        } else if (info.kind != PythonKind::other) {
-            const bt_stream_class* stream_class =
-                bt_event_class_borrow_stream_class_const(event_class);
-            info.has_clock = bt_stream_class_borrow_default_clock_class_const(stream_class);
-            const bt_field_class* common =
-                bt_stream_class_borrow_event_common_context_field_class_const(stream_class);
-            info.vpid = find_member(common, "vpid");
-            info.vtid = find_member(common, "vtid");
-            const bool is_native =
-                info.kind == PythonKind::native_entry || info.kind == PythonKind::native_exit;
-            if (is_native && info.vpid.index >= 0 && info.vtid.index >= 0) {
-                info.ip = find_member(common, "ip");
-                info.debug_info = find_member(common, "debug_info");
-                if (info.debug_info.index >= 0) {
-                    const bt_field_class* debug_info =
-                        bt_field_class_structure_member_borrow_field_class_const(
-                            bt_field_class_structure_borrow_member_by_index_const(
-                                common, static_cast<std::uint64_t>(info.debug_info.index)));
-                    if (bt_field_class_get_type(debug_info) == BT_FIELD_CLASS_TYPE_STRUCTURE) {
-                        info.debug_bin = find_member(debug_info, "bin").index;
-                        info.debug_func = find_member(debug_info, "func").index;
-                    }
+    return m_classes.get(event_class, read_class_info);
+}
+
+void EventReader::read_class_info(const bt_event_class* event_class, ClassInfo& info)
+{
+    const char* event_name = bt_event_class_get_name(event_class);
+    info.kind = kind_of(event_name);
+    if (info.kind == PythonKind::other && event_name)
+        info.kind = kernel_kind(event_name, info.syscall);
+    if (info.kind == PythonKind::batch) {
+        // Nothing to look up: decode() refuses its events.
+    } else if (info.kind == PythonKind::syscall_entry || info.kind == PythonKind::syscall_exit ||
+               info.kind == PythonKind::sched_switch) {
+        kernel_class_info(event_class, info);
+    } else if (info.kind != PythonKind::other) {
+        const bt_stream_class* stream_class = bt_event_class_borrow_stream_class_const(event_class);
+        info.has_clock = bt_stream_class_borrow_default_clock_class_const(stream_class);
+        const bt_field_class* common =
+            bt_stream_class_borrow_event_common_context_field_class_const(stream_class);
+        info.vpid = find_member(common, "vpid");
+        info.vtid = find_member(common, "vtid");
+        const bool is_native =
+            info.kind == PythonKind::native_entry || info.kind == PythonKind::native_exit;
+        if (is_native && info.vpid.index >= 0 && info.vtid.index >= 0) {
+            info.ip = find_member(common, "ip");
+            info.debug_info = find_member(common, "debug_info");
+            if (info.debug_info.index >= 0) {
+                const bt_field_class* debug_info =
+                    bt_field_class_structure_member_borrow_field_class_const(
+                        bt_field_class_structure_borrow_member_by_index_const(
+                            common, static_cast<std::uint64_t>(info.debug_info.index)));
+                if (bt_field_class_get_type(debug_info) == BT_FIELD_CLASS_TYPE_STRUCTURE) {
+                    info.debug_bin = find_member(debug_info, "bin").index;
+                    info.debug_func = find_member(debug_info, "func").index;
                 }
             }
-            if (info.vpid.index < 0 || info.vtid.index < 0) {
-                const bt_field_class* specific =
-                    bt_event_class_borrow_specific_context_field_class_const(event_class);
-                info.vpid = find_member(specific, "vpid");
-                info.vtid = find_member(specific, "vtid");
-                info.key_scope = ClassInfo::KeyScope::specific;
-            }
-            if ((info.vpid.index < 0 || info.vtid.index < 0) && is_native) {
-                // Native frames without a thread cannot join a stack: not ours to judge.
-                info.kind = PythonKind::other;
-                m_last_class = event_class;
-                m_last_info = &info;
-                return info;
-            }
-            if (info.vpid.index < 0 || info.vtid.index < 0) {
-                m_classes.erase(it);
-                throw Error(std::string("Cannot rebuild stacks without the vpid and vtid "
-                                        "contexts: event=") +
-                            event_name +
-                            ", fix=lttng add-context -u -t vpid -t vtid before tracing");
-            }
-            const bt_field_class* payload =
-                bt_event_class_borrow_payload_field_class_const(event_class);
-            info.id = find_member(payload, "id");
-            info.name = find_member(payload, "name");
-            switch (info.kind) {
-            case PythonKind::line:
-                info.number = find_member(payload, "line");
-                break;
-            case PythonKind::c_call:
-                info.owner = find_member(payload, "owner");
-                break;
-            case PythonKind::code:
-                info.number = find_member(payload, "first_line");
-                info.owner = find_member(payload, "module");
-                info.name = find_member(payload, "qualname");
-                info.file = find_member(payload, "file");
-                info.code_name = find_member(payload, "name");
-                break;
-            case PythonKind::thread:
-                info.number = find_member(payload, "tid");
-                break;
-            case PythonKind::process:
-                info.name = find_member(payload, "command"); // absent in older traces
-                break;
-            case PythonKind::native_entry:
-            case PythonKind::native_exit:
-                info.addr = find_member(payload, "addr");
-                break;
-            default:
-                break;
-            }
-            const bool needs_id = info.kind == PythonKind::code || info.kind == PythonKind::call ||
-                                  info.kind == PythonKind::ret || info.kind == PythonKind::line;
-            const bool needs_number = info.kind == PythonKind::line ||
-                                      info.kind == PythonKind::code ||
-                                      info.kind == PythonKind::thread;
-            if ((needs_id && info.id.index < 0) || (needs_number && info.number.index < 0)) {
-                m_classes.erase(it);
-                throw Error(std::string("Cannot read a python event: event=") + event_name +
-                            ", reason=a payload field is missing (not pyust's event model?)");
-            }
+        }
+        if (info.vpid.index < 0 || info.vtid.index < 0) {
+            const bt_field_class* specific =
+                bt_event_class_borrow_specific_context_field_class_const(event_class);
+            info.vpid = find_member(specific, "vpid");
+            info.vtid = find_member(specific, "vtid");
+            info.key_scope = ClassInfo::KeyScope::specific;
+        }
+        if ((info.vpid.index < 0 || info.vtid.index < 0) && is_native) {
+            // Native frames without a thread cannot join a stack: not ours to judge.
+            info.kind = PythonKind::other;
+            return;
+        }
+        if (info.vpid.index < 0 || info.vtid.index < 0) {
+            throw Error(std::string("Cannot rebuild stacks without the vpid and vtid "
+                                    "contexts: event=") +
+                        event_name + ", fix=lttng add-context -u -t vpid -t vtid before tracing");
+        }
+        const bt_field_class* payload =
+            bt_event_class_borrow_payload_field_class_const(event_class);
+        info.id = find_member(payload, "id");
+        info.name = find_member(payload, "name");
+        switch (info.kind) {
+        case PythonKind::line:
+            info.number = find_member(payload, "line");
+            break;
+        case PythonKind::c_call:
+            info.owner = find_member(payload, "owner");
+            break;
+        case PythonKind::code:
+            info.number = find_member(payload, "first_line");
+            info.owner = find_member(payload, "module");
+            info.name = find_member(payload, "qualname");
+            info.file = find_member(payload, "file");
+            info.code_name = find_member(payload, "name");
+            break;
+        case PythonKind::thread:
+            info.number = find_member(payload, "tid");
+            break;
+        case PythonKind::process:
+            info.name = find_member(payload, "command"); // absent in older traces
+            break;
+        case PythonKind::native_entry:
+        case PythonKind::native_exit:
+            info.addr = find_member(payload, "addr");
+            break;
+        default:
+            break;
+        }
+        const bool needs_id = info.kind == PythonKind::code || info.kind == PythonKind::call ||
+                              info.kind == PythonKind::ret || info.kind == PythonKind::line;
+        const bool needs_number = info.kind == PythonKind::line || info.kind == PythonKind::code ||
+                                  info.kind == PythonKind::thread;
+        if ((needs_id && info.id.index < 0) || (needs_number && info.number.index < 0)) {
+            throw Error(std::string("Cannot read a python event: event=") + event_name +
+                        ", reason=a payload field is missing (not pyust's event model?)");
         }
     }
-    m_last_class = event_class;
-    m_last_info = &info;
-    return info;
 }
 
 void EventReader::kernel_class_info(const bt_event_class* event_class, ClassInfo& info)

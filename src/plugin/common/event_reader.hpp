@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "class_memo.hpp"
 #include <vector>
 
 #include "fields.hpp"
@@ -146,6 +148,9 @@ private:
 
     // Fills the kernel parts of a new kernel event class's info; kind other when the class
     // has no thread to join. Throws std::bad_alloc.
+    // Reads an event class's ClassInfo into info. Throws Error when a python event lacks
+    // the fields pyust's model has (or the vpid and vtid contexts), std::bad_alloc.
+    static void read_class_info(const bt_event_class* event_class, ClassInfo& info);
     static void kernel_class_info(const bt_event_class* event_class, ClassInfo& info);
 
     // The thread key of a switch's next thread (see m_tid_of_kernel_tid), learning the pair
@@ -155,9 +160,7 @@ private:
 
     const ClassInfo& class_info(const bt_event_class* event_class);
 
-    const bt_event_class* m_last_class = nullptr;
-    const ClassInfo* m_last_info = nullptr;
-    std::unordered_map<const bt_event_class*, ClassInfo> m_classes;
+    ClassMemo<bt_event_class, ClassInfo> m_classes;
     const bt_stream* m_last_stream = nullptr;
     std::uint64_t m_last_stream_index = 0;
     std::unordered_map<const bt_stream*, std::uint64_t> m_streams;

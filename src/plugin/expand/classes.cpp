@@ -11,21 +11,7 @@ namespace pyust::plugin::expand {
 
 const EventInfo& ClassCache::info_of(const bt_event_class* event_class)
 {
-    if (event_class == m_last_class)
-        return *m_last_info;
-    auto [it, is_new] = m_infos.try_emplace(event_class);
-    EventInfo& info = it->second;
-    if (is_new) {
-        try {
-            read_info(event_class, info);
-        } catch (...) {
-            m_infos.erase(it);
-            throw;
-        }
-    }
-    m_last_class = event_class;
-    m_last_info = &info;
-    return info;
+    return m_infos.get(event_class, read_info);
 }
 
 void ClassCache::read_info(const bt_event_class* event_class, EventInfo& info)

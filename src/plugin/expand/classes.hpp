@@ -10,6 +10,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "class_memo.hpp"
 #include "clock.hpp"
 #include "fields.hpp"
 
@@ -61,9 +62,7 @@ private:
     // Reads a stream class's Target. Throws Error as target_of(), std::bad_alloc.
     static Target read_target(const bt_stream_class* stream_class);
 
-    std::unordered_map<const bt_event_class*, EventInfo> m_infos;
-    const bt_event_class* m_last_class = nullptr;
-    const EventInfo* m_last_info = nullptr;
+    ClassMemo<bt_event_class, EventInfo> m_infos;
     std::unordered_map<const bt_stream_class*, Target> m_targets;
 };
 
