@@ -18,6 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "thread_key.hpp"
+
 namespace pyust::analysis {
 
 // A name read from a trace, made safe to print: control characters (which could
@@ -28,28 +30,6 @@ std::string printable(std::string_view name);
 
 // Nanoseconds from the trace clock's origin.
 using Timestamp = std::int64_t;
-
-// A thread of a traced process, as LTTng's vpid and vtid contexts name it.
-struct ThreadKey {
-    std::int64_t pid = 0;
-    std::int64_t tid = 0;
-
-    bool operator==(const ThreadKey& other) const noexcept
-    {
-        return pid == other.pid && tid == other.tid;
-    }
-    bool operator<(const ThreadKey& other) const noexcept
-    {
-        return pid != other.pid ? pid < other.pid : tid < other.tid;
-    }
-};
-
-struct ThreadKeyHash {
-    std::size_t operator()(const ThreadKey& key) const noexcept
-    {
-        return std::hash<std::int64_t>()(key.pid * 1000003 ^ key.tid);
-    }
-};
 
 // What a frame runs: a Python code object (by its id), a C function called from Python (by its
 // index in the model's table of C functions), a native function of an instrumented binary

@@ -27,15 +27,9 @@
 #include "release_queue.hpp"
 #include "settings.hpp"
 #include "streams.hpp"
+#include "thread_key.hpp"
 
 namespace pyust::plugin::expand {
-
-struct ThreadKeyHash {
-    std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& key) const noexcept
-    {
-        return std::hash<std::int64_t>()(key.first * 1000003 ^ key.second);
-    }
-};
 
 // What the filter keeps of a thread (pid, tid) of the fast mode between its batches.
 struct ThreadState {
@@ -160,7 +154,7 @@ private:
     // pyust's provider, and a standard trace must not wait.)
     bool m_has_batch_class = false;
     CodeNames m_names; // code id -> qualname
-    std::unordered_map<std::pair<std::int64_t, std::int64_t>, ThreadState, ThreadKeyHash> m_threads;
+    std::unordered_map<analysis::ThreadKey, ThreadState, analysis::ThreadKeyHash> m_threads;
     ClassCache m_classes;
     StreamTable m_streams;
     Diagnostics m_diagnostics;
