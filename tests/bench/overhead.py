@@ -768,10 +768,10 @@ cpu ns/ev: (cpu - untraced cpu) / events the hook emitted (calls, returns,
         if target is None:
             continue
         if target["met"] is None:
-            print(f"\n{workload} issue 3 target ({target['rule']}): not judged, {target['why']}",
+            print(f"\n{workload} filtered target ({target['rule']}): not judged, {target['why']}",
                   file=stream)
             continue
-        print(f"\n{workload} issue 3 target ({target['rule']}): filtered {target['ratio']:.3f}x "
+        print(f"\n{workload} filtered target ({target['rule']}): filtered {target['ratio']:.3f}x "
               f"(paired {_x(target['paired_ratio'])}, cpu {_x(target['cpu_ratio'])}) against "
               f"a limit of {target['limit']:.3f}x: {'MET' if target['met'] else 'MISSED'}",
               file=stream)
@@ -812,7 +812,7 @@ def parse_args(argv: list) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_ROUNDS} rounds at scale {QUICK_SCALE}: a smoke test")
     parser.add_argument("--suite", action="store_true",
-                        help="issue 6's whole suite: every workload and every mode, the peers "
+                        help="the whole suite: every workload and every mode, the peers "
                         "that the children can import included, and the targets' verdicts "
                         f"({ROUNDS} rounds at scale 1.0; with --quick a smoke test of it)")
     parser.add_argument("--scale", type=float, default=None,

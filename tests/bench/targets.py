@@ -54,7 +54,7 @@ def judge(summary: dict, version: tuple) -> list:
             verdict["paired_ratio"] = row.get("paired_ratio")
             verdict["cpu_ratio"] = row.get("cpu_ratio")
         if version != VERSION:
-            verdict["why"] = (f"no target on {version[0]}.{version[1]}: issue 6's are for "
+            verdict["why"] = (f"no target on {version[0]}.{version[1]}: the suite's are for "
                               f"{VERSION[0]}.{VERSION[1]}")
         elif measure == "bytes_per_event" and row.get("discarded_total"):
             verdict["why"] = "LTTng discarded events: the trace is incomplete"
@@ -65,7 +65,7 @@ def judge(summary: dict, version: tuple) -> list:
 
 def print_verdicts(verdicts: list, labels: dict, stream=sys.stdout) -> None:
     """The table of judge()'s verdicts; labels name overhead.py's modes."""
-    print("\nIssue 6 targets (ratio: median wall time / untraced median, with the paired and "
+    print("\nSuite targets (ratio: median wall time / untraced median, with the paired and "
           "cpu estimators;\n  trace size: trace bytes / events emitted, records in fast mode):",
           file=stream)
     for v in verdicts:

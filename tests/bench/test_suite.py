@@ -66,7 +66,7 @@ def test_suite_runs_every_workload_and_judges_the_targets(tmp_path):
             assert verdict["passed"] in (True, False), verdict
         else:
             assert verdict["passed"] is None and verdict["why"], verdict
-    assert "Issue 6 targets" in done.stdout
+    assert "Suite targets" in done.stdout
 
     # A peer runs on every workload, or is skipped with why, and says so.
     for peer in ("line-profiler", "viztracer"):
