@@ -47,6 +47,16 @@ REMOTE_EXEC = (3, 14)  # sys.remote_exec from here on; gdb before
 # (The file is closed by hand, in a lambda: a `with` would bind a name, and a file
 # left to the garbage collector gives a ResourceWarning, whose registry lands in
 # __main__'s namespace.)
+# What the trampoline becomes when pyust gives up waiting on 3.14+ (--wait, Ctrl-C):
+# sys.remote_exec cannot be taken back, and the interpreter would complain of a missing
+# file when its main thread next runs Python. It removes the control directory, and
+# binds no name either.
+_LEFT_BEHIND = ("try:\n"
+                "    (lambda os, d: ([os.unlink(os.path.join(d, n)) for n in os.listdir(d)],"
+                " os.rmdir(d)))(__import__('os'), {control!r})\n"
+                "except BaseException:\n"
+                "    pass\n")
+
 _TRAMPOLINE = ("try:\n"
                "    exec(compile((lambda f: [f.read(), f.close()][0])(open({step!r}, 'rb')),"
                " {step!r}, 'exec'), {{'__name__': '__pyust_attach__'}})\n"
@@ -304,7 +314,9 @@ class Attachment:
         """Detaches if still attached (a failure then is not raised: the caller is
         already failing), then removes what the attach made: gdb's page in the
         target, once the target has run every step given to it, and the control
-        directory (a step not run yet then finds no file and does nothing)."""
+        directory (a step not run yet then finds no file and does nothing; on 3.14+,
+        where the interpreter would say it misses the file, the trampoline stays and
+        removes the directory when it runs)."""
         try:
             if self.is_attached:
                 try:
@@ -315,6 +327,26 @@ class Attachment:
                 self._gdb([f"call (int)munmap((void*){self._page}, 4096)"])
                 self._page = None
         finally:
+            if (not self._is_taken and self.target.version >= REMOTE_EXEC
+                    and self.target.is_alive()):
+                self._leave_behind()
+            else:
+                shutil.rmtree(self._control, ignore_errors=True)
+
+    def _leave_behind(self) -> None:
+        """A step given with sys.remote_exec that the target has not run yet stays
+        scheduled: the trampoline then only removes the control directory (and the
+        rest of it goes now)."""
+        try:
+            for name in os.listdir(self._control):
+                if name != os.path.basename(self._trampoline):
+                    os.unlink(os.path.join(self._control, name))
+            partial = self._trampoline + ".part"
+            with open(partial, "w", encoding="utf-8") as stream:
+                stream.write(_LEFT_BEHIND.format(control=self._control))
+            os.chmod(partial, 0o644)
+            os.replace(partial, self._trampoline)
+        except OSError:
             shutil.rmtree(self._control, ignore_errors=True)
 
     is_attached = False
