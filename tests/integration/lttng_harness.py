@@ -38,7 +38,7 @@ FAST = os.environ.get("PYUST_TEST_FAST") == "1"
 # The package under test's session control (plain Python: importable here whatever the
 # interpreter under test), so that the tests' sessions are made as `pyust run` makes its own.
 sys.path.insert(0, PYUST_PATH)
-from pyust import lttng as pyust_lttng  # noqa: E402
+from pyust import babeltrace as pyust_babeltrace, lttng as pyust_lttng  # noqa: E402
 
 
 # A million events (half a million calls) from one thread, then the hook's
@@ -63,18 +63,13 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-PLUGIN_FILE = "babeltrace-plugin-pyust.so"
-
-
 def plugin_dir() -> str:
     """pyust's babeltrace2 plugin directory, the one every test uses ("": babeltrace2's
-    system one): the first of PYUST_PLUGIN_PATH (the variable pyust report reads), else
-    the plugin built beside the package under test (BUILD/src/plugin for BUILD/python)."""
-    listed = [d for d in os.environ.get("PYUST_PLUGIN_PATH", "").split(os.pathsep) if d]
-    if listed:
-        return listed[0]
-    built = Path(PYUST_PATH).parent / "src" / "plugin"
-    return str(built) if (built / PLUGIN_FILE).is_file() else ""
+    system one), found as pyust report finds it (pyust.babeltrace.plugin_dirs): the first
+    of PYUST_PLUGIN_PATH, else the plugin built beside the package under test
+    (BUILD/src/plugin for BUILD/python)."""
+    found = pyust_babeltrace.plugin_dirs()
+    return found[0] if found else ""
 
 _counter = itertools.count()
 

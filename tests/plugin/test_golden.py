@@ -27,10 +27,8 @@ import pytest
 from lttng_harness import plugin_dir as harness_plugin_dir, run_pyust
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 EXPECT = HERE / "expect"
 TIMEOUT = 20  # seconds for one babeltrace2 run
-PLUGIN_FILE = "babeltrace-plugin-pyust.so"
 
 
 def plugin_dir():
