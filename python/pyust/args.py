@@ -100,7 +100,7 @@ def split_target(args: argparse.Namespace, prog: str) -> list:
 def hook_flags(args: argparse.Namespace) -> list:
     """The hook options of args as the child's command line gives them to pyust._runner."""
     flags = (["--c-calls"] if args.c_calls else []) + (["--lines"] if args.lines else [])
-    flags += ["--no-dormant"] if getattr(args, "no_dormant", False) else []
+    flags += ["--no-dormant"] if args.no_dormant else []
     flags += ["--fast"] if args.fast else []
     for option in ("modules", "exclude"):
         for value in getattr(args, option) or []:
