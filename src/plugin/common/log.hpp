@@ -6,7 +6,7 @@
 // own components use macros internal to its source tree), so a line goes to standard error as
 // plain text, "<component class>: <message>". The text is kept free of babeltrace2's log-line
 // prefix on purpose: pyust report passes these lines on to the user, and drops lines in
-// babeltrace2's log format before a "Damaged trace" note (report.py's _salvage_notes).
+// babeltrace2's log format before a "Damaged trace" note (pyust/commands/report.py).
 #pragma once
 
 #include <babeltrace2/babeltrace.h>
