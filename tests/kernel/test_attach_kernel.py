@@ -3,9 +3,10 @@ stacks, from the attach on."""
 
 from __future__ import annotations
 
+import bisect
+import json
 import os
 import shutil
-import json
 import signal
 import subprocess
 import time
@@ -92,7 +93,18 @@ def test_attach_records_the_system_calls_in_the_python_stack(tmp_path):
     calls = [e for e in events if e["name"] == "__main__:writer"]
     assert len(calls) == rounds
     # (pyust's own two writes in the process, its answers to pyust attach, are not
-    # in writer().)
-    inside = [e for e in events if e["name"] == "write" and any(
-        c["tid"] == e["tid"] and c["ts"] <= e["ts"] <= c["ts"] + c["dur"] for c in calls)]
-    assert len(inside) == 10 * rounds
+    # in writer().) Each call holds its ten writes. A call may hold one more write(2)
+    # that is not writer's: LTTng-UST wakes its consumer daemon with a one-byte write on
+    # a pipe from the thread whose event fills a sub-buffer (once in 62,200 writes on
+    # Debian 13): at most one per call, in a few calls.
+    writes_at = {}
+    for e in events:
+        if e["name"] == "write":
+            writes_at.setdefault(e["tid"], []).append(e["ts"])
+    for times in writes_at.values():
+        times.sort()
+    per_call = [bisect.bisect_right(writes_at.get(c["tid"], []), c["ts"] + c["dur"])
+                - bisect.bisect_left(writes_at.get(c["tid"], []), c["ts"]) for c in calls]
+    assert min(per_call) == 10, sorted(set(per_call))
+    assert max(per_call) <= 11, sorted(set(per_call))
+    assert sum(per_call) - 10 * rounds <= max(1, rounds // 100), sum(per_call)
