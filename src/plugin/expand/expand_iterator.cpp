@@ -210,11 +210,33 @@ void ExpandIterator::emit_record(const Run& run, const Record& record)
 {
     const bt_stream* stream = nullptr;
     const bt_packet* packet = m_streams.place(run.stream, &stream);
+    if (!stream && open_packet_early(run, record))
+        packet = m_streams.place(run.stream, &stream);
     if (!stream) {
         m_diagnostics.unplaced(run.pid, run.tid);
         return;
     }
     emit(record_event(m_self, run, record, packet, stream, m_names).release());
+}
+
+bool ExpandIterator::open_packet_early(const Run& run, const Record& record)
+{
+    MessageRef waiting(const_cast<bt_message*>(m_queue.take_packet_beginning(run.stream)));
+    if (!waiting)
+        return false;
+    const bt_packet* packet = bt_message_packet_beginning_borrow_packet_const(waiting.get());
+    bt_message* early = nullptr;
+    if (bt_stream_class_packets_have_beginning_default_clock_snapshot(
+            bt_stream_borrow_class_const(run.stream))) {
+        const std::uint64_t own = bt_clock_snapshot_get_value(
+            bt_message_packet_beginning_borrow_default_clock_snapshot_const(waiting.get()));
+        early = bt_message_packet_beginning_create_with_default_clock_snapshot(
+            m_self, packet, std::min(own, record.value));
+    } else {
+        early = bt_message_packet_beginning_create(m_self, packet);
+    }
+    emit(check_new(early, "Cannot create a packet beginning message"));
+    return true;
 }
 
 } // namespace pyust::plugin::expand

@@ -82,8 +82,14 @@ private:
     // streams and packets it opens and closes. Throws std::bad_alloc (the message is put).
     void emit(const bt_message* message);
     // Emits the event message of a record of run, or counts it when no stream of its class
-    // has a packet open. Throws BtError, std::bad_alloc.
+    // has a packet open and none can be opened early. Throws BtError, std::bad_alloc.
     void emit_record(const Run& run, const Record& record);
+    // For a record that falls between two packets of its stream: LTTng opens a packet only
+    // when the first event after a flush (a live session's timer, a switch timer) is written,
+    // and that event can be the batch that carries the record, older than it. Emits the
+    // beginning of that packet, which still waits in the queue, at the record's time instead
+    // of its own: false when it does not wait there. Throws BtError, std::bad_alloc.
+    bool open_packet_early(const Run& run, const Record& record);
 
     // batch_intake.cpp: the python:* events of the fast mode.
 

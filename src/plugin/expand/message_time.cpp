@@ -1,4 +1,4 @@
-// time_of() (see message_time.hpp): one case per message type.
+// time_of() and stream_of() (see message_time.hpp): one case per message type.
 #include "message_time.hpp"
 
 #include "event_reader.hpp"
@@ -55,6 +55,30 @@ std::int64_t time_of(const bt_message* message, std::int64_t fallback)
         break;
     }
     return snapshot ? ns_from_origin(snapshot) : fallback;
+}
+
+const bt_stream* stream_of(const bt_message* message) noexcept
+{
+    switch (bt_message_get_type(message)) {
+    case BT_MESSAGE_TYPE_EVENT:
+        return bt_event_borrow_stream_const(bt_message_event_borrow_event_const(message));
+    case BT_MESSAGE_TYPE_PACKET_BEGINNING:
+        return bt_packet_borrow_stream_const(
+            bt_message_packet_beginning_borrow_packet_const(message));
+    case BT_MESSAGE_TYPE_PACKET_END:
+        return bt_packet_borrow_stream_const(bt_message_packet_end_borrow_packet_const(message));
+    case BT_MESSAGE_TYPE_DISCARDED_EVENTS:
+        return bt_message_discarded_events_borrow_stream_const(message);
+    case BT_MESSAGE_TYPE_DISCARDED_PACKETS:
+        return bt_message_discarded_packets_borrow_stream_const(message);
+    case BT_MESSAGE_TYPE_STREAM_BEGINNING:
+        return bt_message_stream_beginning_borrow_stream_const(message);
+    case BT_MESSAGE_TYPE_STREAM_END:
+        return bt_message_stream_end_borrow_stream_const(message);
+    case BT_MESSAGE_TYPE_MESSAGE_ITERATOR_INACTIVITY:
+        return nullptr;
+    }
+    return nullptr;
 }
 
 } // namespace pyust::plugin::expand

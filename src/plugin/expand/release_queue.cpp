@@ -1,6 +1,8 @@
 // ReleaseQueue (see release_queue.hpp): choosing between the FIFO and the heap.
 #include "release_queue.hpp"
 
+#include "message_time.hpp"
+
 namespace pyust::plugin::expand {
 
 ReleaseQueue::~ReleaseQueue()
@@ -20,6 +22,20 @@ ReleaseQueue::Next ReleaseQueue::next(std::int64_t limit) const noexcept
                         m_pending.front().arrival < m_runs.front()->arrival)))
         return Next::pending;
     return Next::run;
+}
+
+const bt_message* ReleaseQueue::take_packet_beginning(const bt_stream* stream) noexcept
+{
+    for (auto it = m_pending.begin(); it != m_pending.end(); ++it) {
+        if (stream_of(it->message) != stream)
+            continue;
+        if (bt_message_get_type(it->message) != BT_MESSAGE_TYPE_PACKET_BEGINNING)
+            return nullptr;
+        const bt_message* message = it->message;
+        m_pending.erase(it);
+        return message;
+    }
+    return nullptr;
 }
 
 } // namespace pyust::plugin::expand

@@ -117,6 +117,11 @@ public:
         return pending.message;
     }
 
+    // Takes out of the FIFO the packet beginning of stream waiting there (the caller owns its
+    // reference) when no other message of stream waits before it; else null. Scans the FIFO:
+    // for the rare record that falls between two packets of its stream. noexcept.
+    const bt_message* take_packet_beginning(const bt_stream* stream) noexcept;
+
     // Takes the heap's top run out of heap order; it stays in the queue (at its back) until
     // restore_run() or drop_run(). Precondition: next() returned run. noexcept.
     Run& take_run() noexcept
