@@ -4,12 +4,17 @@ session, and the relay daemon's copy of the trace read by `pyust report`."""
 from __future__ import annotations
 
 import re
+import shutil
 import socket
 import subprocess
 
 import pytest
 
-from live_harness import TOP_TIMEOUT, LiveRun, free_ports, listens, plugin_path, pyust
+from attach_harness import (BUSY, NAMES, THREAD_NAME, end_program, finish_attach, start_attach,
+                            start_program, ticks_by_thread, wait_attached, wait_counts_settled)
+from live_harness import (PYTHON, TOP_TIMEOUT, LiveRun, free_ports, listens, lttng, plugin_path,
+                          pyust, session_names, unique_name)
+from lttng_harness import python_version, read_trace
 
 
 @pytest.fixture
@@ -69,6 +74,62 @@ def test_top_shows_the_hot_function_and_the_relayd_keeps_the_whole_trace(relayd,
     assert "__main__:<module>" in report.stdout
 
 
+@pytest.mark.skipif(python_version(PYTHON) < (3, 14) and shutil.which("gdb") is None,
+                    reason="attaching to Python 3.10 to 3.13 needs gdb (apt-get install gdb)")
+@pytest.mark.parametrize("mode", ["standard", "fast"])
+def test_attach_live_shows_top_while_the_relayd_keeps_every_call(relayd, tmp_path, mode):
+    """`pyust attach PID --live`: `pyust top` reads the process while it is recorded, and
+    the relay daemon's trace holds each thread's calls of tick() that the process
+    counted in the window, as a local attach's does. (In the fast mode the live timer's
+    flushes leave gaps between packets that a batch's older records fall into.)"""
+    name = unique_name("attach-live")
+    process = start_program(tmp_path, BUSY)
+    attach = None
+    try:
+        before = wait_counts_settled(tmp_path, None)
+        attach = start_attach(process.pid, None, "--live", "--relayd", relayd.url,
+                              "--live-port", str(relayd.live), "--name", name,
+                              *(["--fast"] if mode == "fast" else []))
+        err = wait_attached(attach)
+        url = re.search(r"pyust top (net://\S+)", err).group(1)
+        assert url == f"net://localhost:{relayd.live}/host/{socket.gethostname()}/{name}"
+        (tmp_path / "GO").write_text("")
+        top = pyust("top", url, "--count", "2", "--interval", "0.5", "--rows", "5",
+                    timeout=TOP_TIMEOUT)
+        (tmp_path / "GO").unlink()
+        after = wait_counts_settled(tmp_path, before)
+        err += finish_attach(attach)
+        end_program(tmp_path, process)
+    finally:
+        for child in (process, attach):
+            if child is not None and child.poll() is None:
+                child.kill()
+                child.wait()
+        if name in session_names():
+            lttng("destroy", name, check=False)
+    assert top.returncode == 0, top.stderr
+    tables = top.stdout.split("pyust top: ")[1:]
+    assert len(tables) == 2, top.stdout
+    rows = [line.split() for line in tables[-1].splitlines()[3:]]
+    rows = [row for row in rows if len(row) > 6]
+    if mode == "standard":  # python:call names its function
+        tick = [row for row in rows if row[6].endswith(":tick")]
+        assert len(tick) == 1 and int(tick[0][3]) > 0, tables[-1]
+    else:  # records name a code id only: top names those whose python:code it read
+        assert rows and all(int(row[3]) >= 0 for row in rows), tables[-1]
+        assert sum(int(row[3]) for row in rows) > 0, tables[-1]
+
+    summary = re.search(r"pyust: trace in (\S+): (\d+) events recorded, (\d+) discarded", err)
+    assert summary and summary.group(3) == "0", err
+    path = summary.group(1)
+    assert path.startswith(f"{relayd.output}/"), path
+    assert "detached from process" in err
+    ticks = ticks_by_thread(read_trace(path, expand=mode == "fast"), tmp_path)
+    for thread in NAMES:
+        assert after[thread] > before[thread]
+        assert ticks.get(THREAD_NAME[thread], 0) == after[thread] - before[thread], (thread, ticks)
+
+
 def test_top_format_on_a_finished_trace_and_its_parameters(relayd, live_run, tmp_path):
     live_run.pid()
     _, _, stderr = live_run.finish()
@@ -111,3 +172,11 @@ def test_run_live_usage_errors(relayd, tmp_path):
     assert kernel.returncode == 2 and "--kernel with --live" in kernel.stderr
     bad_url = pyust("run", "--live", "--relayd", "file:///tmp/x", "--", program)
     assert bad_url.returncode == 2 and "expected net://HOST" in bad_url.stderr
+    # pyust attach checks the same options, before it looks at the process.
+    for args, error in ((["--relayd", relayd.url], "add --live"),
+                        (["--live", "--relayd", relayd.url, "-o", tmp_path / "t"],
+                         "relay daemon writes the trace"),
+                        (["--live", "--relayd", relayd.url, "--kernel"], "--kernel with --live"),
+                        (["--live", "--live-timer", "0"], "--live-timer must be")):
+        attach = pyust("attach", "1", *args)
+        assert attach.returncode == 2 and error in attach.stderr, (args, attach.stderr)

@@ -10,8 +10,9 @@ import signal
 import sys
 import time
 
-from .. import args as cli_args, babeltrace, lttng, remote, sessiond
+from .. import args as cli_args, babeltrace, live, lttng, remote, sessiond
 from ..args import UsageError
+from . import live_options
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +24,8 @@ def _parser() -> argparse.ArgumentParser:
             "process's python:* events, start pyust inside it (sys.remote_exec on Python "
             "3.14+, gdb on 3.10 to 3.13; its main thread starts tracing at its next "
             "safe point), then stop pyust there, taking its hooks off, and print the "
-            "summary. The process runs on, untraced, as before."
+            "summary. The process runs on, untraced, as before. With --live, the session "
+            "streams through a relay daemon: `pyust top URL` shows it while it records."
         ),
     )
     parser.add_argument("pid", type=int, metavar="PID", help="the process to trace")
@@ -34,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--duration", type=float, metavar="SECONDS",
                         help="record for this long, then detach (default: until Ctrl-C or "
                              "the process's exit)")
+    live_options.add(parser)
     parser.add_argument("--wait", type=float, default=30, metavar="SECONDS",
                         help="how long to wait for the process's main thread to run Python "
                              "and take pyust in (or out) (default: 30)")
@@ -51,15 +54,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list) -> int:
     """`python -m pyust attach ARGS`: 0, or 1 with one line when the process cannot be
     attached. Raises UsageError, LttngError."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.native:
-        raise UsageError("--native cannot attach: native frames need liblttng-ust-cyg-profile "
-                         "preloaded when the program starts (use pyust run --native)")
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError("--duration must be more than 0 seconds")
-    if args.wait <= 0:
-        raise UsageError("--wait must be more than 0 seconds")
+    args = _parser().parse_args(argv)
+    _check_options(args)
     trace_format = cli_args.trace_format(args, lttng.knows_trace_formats())
     try:
         target = remote.inspect(args.pid)
@@ -67,93 +63,175 @@ def main(argv: list) -> int:
         print(f"pyust: error: {error}", file=sys.stderr)
         return 1
     sessiond.check_not_stopped(sessiond.current())
+    relay = live_options.relay(args)
     output = cli_args.output_directory(args.output) if args.output else None
     name = args.name or f"pyust-attach-{args.pid}-{time.strftime('%Y%m%d-%H%M%S')}"
-    config = lttng.ChannelConfig(subbuf_size=args.subbuf_size, num_subbuf=args.num_subbuf)
     sessiond.ensure_running()
-    options = cli_args.hook_options(args)
-    ending = []  # the signal that ends the recording, if one did
-    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {signum: signal.signal(signum, lambda signum, frame: ending.append(signum))
-                for signum in handled}
     recorder = None
     if args.kernel:
         from .. import kernel  # only for --kernel
 
         recorder = kernel.choose()
-    session = None
-    attachment = None
-    began = None
-    exited = False
-    stopped = False
+    ending = []  # the signal that ends the recording, if one did
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, lambda signum, frame: ending.append(signum))
+                for signum in handled}
+    recording = _Recording(target, recorder, relay)
     try:
-        session = lttng.Session.create(name, output, trace_format=trace_format)
-        session.set_metadata_timer()
-        session.enable_python(config)
-        session.track_user_pid(target.pid)
-        if recorder:
-            recorder.prepare(session)
-        session.start()
-        if recorder:
-            recorder.follow(target.pid)
-        attachment = remote.Attachment(target, options)
-        attachment.start(args.wait, cancelled=lambda: bool(ending), on_wait=lambda: print(
-            f"pyust: waiting for process {target.pid}'s main thread to run Python (it is in a "
-            "system call or C code; Ctrl-C to give up)", file=sys.stderr))
-        began = time.monotonic()
+        recording.open(name, output, trace_format,
+                       lttng.ChannelConfig(subbuf_size=args.subbuf_size,
+                                           num_subbuf=args.num_subbuf))
+        recording.attach(cli_args.hook_options(args), args.wait, ending)
+        where = (f"streaming to the relay daemon at {relay.url}" if relay
+                 else f"recording into {recording.session.path}")
         print(f"pyust: attached to process {target.pid} (Python {target.version_text}, "
-              f"{attachment.backend}): recording into {session.path}"
+              f"{recording.attachment.backend}): {where}"
               + (f" for {args.duration:g} s" if args.duration else "; Ctrl-C to stop"),
               file=sys.stderr)
-        deadline = began + args.duration if args.duration else None
-        while not ending and (deadline is None or time.monotonic() < deadline):
-            if not target.is_alive():
-                exited = True
-                break
-            time.sleep(0.05)
-        elapsed = time.monotonic() - began
-        attachment.detach(args.wait)
-        if recorder:
-            recorder.stop()
-        session.stop()
-        stopped = True
-        discarded = session.discarded_events()
+        recording.record(args.duration, ending)
+        recording.stop(args.wait)
     except remote.AttachError as error:
-        if began is None:  # nothing recorded: no trace to keep
-            if session is not None:
-                session.destroy()
-                session = None
-            if output:
-                shutil.rmtree(output, ignore_errors=True)
+        if recording.began is None:  # nothing recorded: no trace to keep
+            recording.discard(output)
         print(f"pyust: error: {error}", file=sys.stderr)
         return 1
     finally:
         try:
-            if attachment is not None:
-                attachment.close()  # detaches first when still attached
-            if recorder and not stopped:
-                recorder.stop()
+            recording.close()
         finally:
-            if session is not None:
-                session.destroy(wait=not stopped)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-    kernel_note = recorder.finish(session.path) if recorder else None
-    if kernel_note:
-        print(kernel_note, file=sys.stderr)
-    recorded = None
-    if attachment.events is not None and not (args.fast and discarded) and not recorder:
-        recorded = attachment.events - discarded
+    print(_summary(recording, args.fast), file=sys.stderr)
+    return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Raises UsageError for what attach refuses before it looks at the process."""
+    if args.native:
+        raise UsageError("--native cannot attach: native frames need liblttng-ust-cyg-profile "
+                         "preloaded when the program starts (use pyust run --native)")
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration must be more than 0 seconds")
+    if args.wait <= 0:
+        raise UsageError("--wait must be more than 0 seconds")
+    live_options.check(args)
+
+
+class _Recording:
+    """One attach, in its order: the session (local or live) started, pyust started in
+    the process, the recording until its end, pyust stopped there and the session
+    stopped; close() undoes whatever of it was done, whatever failed."""
+
+    def __init__(self, target: remote.Target, recorder, relay: live.Relay | None):
+        self.target = target
+        self.recorder = recorder  # the kernel's (--kernel), or None
+        self.relay = relay
+        self.session = None
+        self.attachment = None
+        self.began = None  # monotonic time pyust started recording in the process
+        self.elapsed = None
+        self.exited = False  # the process exited during the recording
+        self.stopped = False  # the session is stopped: its trace is complete
+        self.discarded = None
+
+    def open(self, name: str, output: str | None, trace_format: str | None,
+             config: lttng.ChannelConfig) -> None:
+        """Creates and starts the session, recording only the target's python:* events
+        (and its kernel events with --kernel); with --live, says the URL to read it at."""
+        if self.relay:
+            self.session = self.relay.create(name, trace_format)
+        else:
+            self.session = lttng.Session.create(name, output, trace_format=trace_format)
+        self.session.set_metadata_timer()
+        self.session.enable_python(config)
+        self.session.track_user_pid(self.target.pid)
+        if self.recorder:
+            self.recorder.prepare(self.session)
+        self.session.start()
+        if self.recorder:
+            self.recorder.follow(self.target.pid)
+        if self.relay:
+            self.relay.announce(name)
+
+    def attach(self, options: dict, wait: float, ending: list) -> None:
+        """Starts pyust in the process (waiting at most wait seconds for its main thread
+        to run Python, or until a signal ends the wait). Raises AttachError."""
+        self.attachment = remote.Attachment(self.target, options)
+        self.attachment.start(wait, cancelled=lambda: bool(ending), on_wait=lambda: print(
+            f"pyust: waiting for process {self.target.pid}'s main thread to run Python (it is "
+            "in a system call or C code; Ctrl-C to give up)", file=sys.stderr))
+        self.began = time.monotonic()
+
+    def record(self, duration: float | None, ending: list) -> None:
+        """Until duration is over, a signal came or the process exited."""
+        deadline = self.began + duration if duration else None
+        while not ending and (deadline is None or time.monotonic() < deadline):
+            if not self.target.is_alive():
+                self.exited = True
+                break
+            time.sleep(0.05)
+        self.elapsed = time.monotonic() - self.began
+
+    def stop(self, wait: float) -> None:
+        """Stops pyust in the process, then the session. Raises AttachError."""
+        self.attachment.detach(wait)
+        if self.recorder:
+            self.recorder.stop()
+        self.session.stop()
+        self.stopped = True
+        self.discarded = self.session.discarded_events()
+
+    def discard(self, output: str | None) -> None:
+        """Destroys the session and removes the --output directory: nothing was recorded."""
+        if self.session is not None:
+            self.session.destroy()
+            self.session = None
+        if output:
+            shutil.rmtree(output, ignore_errors=True)
+
+    def close(self) -> None:
+        """pyust out of the process (when still in), the kernel recorder stopped, the
+        session destroyed: a stopped local session is not waited for (its trace is
+        complete), a live one is (its relay daemon writes the end)."""
+        try:
+            if self.attachment is not None:
+                self.attachment.close()  # detaches first when still attached
+            if self.recorder and not self.stopped:
+                self.recorder.stop()
+        finally:
+            if self.session is not None:
+                self.session.destroy(wait=not self.stopped or bool(self.relay))
+
+
+def _summary(recording: _Recording, fast: bool) -> str:
+    """The lines that end a recording: the kernel recorder's note, where the trace is,
+    how many events it holds and whether the process lives on."""
+    session, target = recording.session, recording.target
+    lines = []
+    note = recording.recorder.finish(session.path) if recording.recorder else None
+    if note:
+        lines.append(note)
+    path, count = session.path, True
+    if recording.relay:
+        path, no_count = recording.relay.trace_path(session.name, False)
+        count = not no_count
+    events, discarded = recording.attachment.events, recording.discarded
+    if events is not None and not (fast and discarded) and not recording.recorder:
+        recorded = events - discarded  # the process counted what it handed to LTTng
     else:
-        recorded = babeltrace.count_events(session.path, fast=args.fast)
-    summary = f"pyust: trace in {session.path}: "
-    summary += (f"{recorded} events recorded" if recorded is not None
-                else "events not counted (babeltrace2 missing or failed)")
-    summary += f", {discarded} discarded by LTTng; attached for {elapsed:.1f} s"
-    if exited:
-        summary += f"; process {target.pid} exited during the recording (the trace up to then " \
-                   "is complete)"
+        recorded = babeltrace.count_events(path, fast=fast) if count else None
+    summary = f"pyust: trace in {path}: "
+    if recorded is not None:
+        summary += f"{recorded} events recorded"
+    elif count:
+        summary += "events not counted (babeltrace2 missing or failed)"
+    else:
+        summary += "events not counted (the relay daemon is on another machine)"
+    summary += f", {discarded} discarded by LTTng; attached for {recording.elapsed:.1f} s"
+    if recording.exited:
+        summary += f"; process {target.pid} exited during the recording (the trace up to " \
+                   "then is complete)"
     else:
         summary += f"; detached from process {target.pid}, which runs on untraced"
-    print(summary, file=sys.stderr)
-    return 0
+    lines.append(summary)
+    return "\n".join(lines)
