@@ -16,8 +16,9 @@ import subprocess
 import sys
 import time
 
-from .. import args as cli_args, babeltrace, children, live, lttng, sessiond, tally
+from .. import args as cli_args, babeltrace, children, lttng, sessiond, tally
 from ..args import UsageError
+from . import live_options
 
 
 def main(argv: list) -> int:
@@ -64,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tracefile-count", type=int, metavar="N",
                         help="with --tracefile-size: keep only the last N files of each stream "
                              "(the oldest events are deleted)")
-    _add_live_options(parser)
+    live_options.add(parser)
     parser.add_argument("--native", action="store_true",
                         help="also record the native frames of extensions built with "
                              "`python -m pyust cflags` (preloads liblttng-ust-dl and "
@@ -82,55 +83,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _relay(args: argparse.Namespace) -> live.Relay:
-    """The relay daemon of --live [--relayd URL], the options checked. Raises UsageError,
-    LttngError."""
-    if not args.live:
-        raise UsageError("--relayd streams a live session: add --live")
-    if args.output:
-        raise UsageError("--output with --live: the relay daemon writes the trace, under its "
-                         "own output directory (lttng-relayd -o)")
-    if args.kernel:
-        raise UsageError("--kernel with --live: not supported yet (perf writes its part into a "
-                         "local trace directory): record the kernel with a local session")
-    if args.live_timer <= 0:
-        raise UsageError("--live-timer must be a positive number of microseconds")
-    if not 0 < args.live_port < 65536:
-        raise UsageError(f"--live-port {args.live_port} is not a port number")
-    try:
-        return live.prepare(args.relayd, args.live_port, args.live_timer)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-
-
 def _run(argv: list) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     target = cli_args.split_target(args, parser.prog)
-    if args.tracefile_count is not None and (args.tracefile_count < 1 or not args.tracefile_size):
-        raise UsageError("--tracefile-count needs --tracefile-size and must be at least 1")
-    if args.snapshot and (args.live or args.relayd):
-        raise UsageError("--snapshot and --live cannot go together")
+    _check_options(args)
     knows_formats = lttng.knows_trace_formats()
     trace_format = cli_args.trace_format(args, knows_formats)
-    if target[0] != "-m" and not os.path.exists(target[0]):
-        # Python's own message and status for a missing script, before any session.
-        filename = os.path.join(os.getcwd(), target[0])
-        program = (getattr(sys, "orig_argv", None) or [sys.executable])[0]
-        print(f"{program}: can't open file {filename!r}: [Errno 2] No such file or directory",
-              file=sys.stderr)
+    if _is_missing_script(target):
         return 2
     sessiond.check_not_stopped(sessiond.current())  # else every lttng command would wait
-    relay = _relay(args) if args.live or args.relayd else None
+    relay = live_options.relay(args)
     # Made last among the checks: a refused command leaves no directory behind.
     output = cli_args.output_directory(args.output) if args.output else None
-    name = args.name or f"pyust-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}"
-    config = lttng.ChannelConfig(subbuf_size=args.subbuf_size, num_subbuf=args.num_subbuf,
-                                 blocking=args.no_discard, overwrite=args.snapshot,
-                                 tracefile_size=args.tracefile_size,
-                                 tracefile_count=args.tracefile_count)
     shm_path = (cli_args.private_directory(args.shm_path, "--shm-path") if args.shm_path
                 else None)
+    plan = _Plan(args, relay, output, shm_path, trace_format, knows_formats)
     if args.native:
         from .. import native  # ctypes and sysconfig: only for --native
 
@@ -138,22 +106,19 @@ def _run(argv: list) -> int:
 
     sessiond.ensure_running()
     daemon = sessiond.current()
-
-    recorder = None
     if args.kernel:
         from .. import kernel  # only for --kernel
 
-        recorder = kernel.choose()
+        plan.recorder = kernel.choose()
     # The processes count their events (pyust.tally) where the trace holds exactly what they
     # handed to LTTng less what it discarded; else the trace is counted (count_events).
     counter = None
-    if not (args.no_count or args.snapshot or args.native or recorder or relay
+    if not (args.no_count or args.snapshot or args.native or plan.recorder or relay
             or args.tracefile_count):
         counter = tally.Tally.create()
     kids = children.prepare(cli_args.hook_flags(args), enabled=not args.no_children,
                             tally=counter and counter.directory)
     session = None
-    status = None
     # From here on a terminating signal ends the run cleanly: before the program
     # starts, pyust run destroys the session and dies of it; while the program
     # runs, the program gets it (see _run_child); after, it waits for the trace.
@@ -161,43 +126,19 @@ def _run(argv: list) -> int:
     stopped = False
     emitted = None
     try:
-        started = False
-        try:
-            if output and not (relay or shm_path or args.snapshot or args.native or recorder
-                               or (knows_formats and not trace_format)):
-                # The usual case: one `lttng load` (and the metadata timer, the start).
-                session = lttng.Session.create_started(name, output, config, trace_format)
-                started = session is not None
-            if session is None:
-                session = relay.create(name, trace_format) if relay else lttng.Session.create(
-                    name, output, shm_path=shm_path, snapshot=args.snapshot,
-                    trace_format=trace_format)
-        except (KeyboardInterrupt, Signalled):
-            # Interrupted while lttng created it: the session may exist, not known here.
-            _destroy_if_ours(name, output, generated=args.name is None)
-            raise
-        if not started:
-            session.set_metadata_timer()
-            session.enable_python(config)
-            if args.native:
-                from .. import native
-
-                session.enable_native(config, native.EVENTS, native.CONTEXTS)
-            if recorder:
-                recorder.prepare(session)
-            session.start()
+        session = plan.open_session()
         warning = sessiond.root_daemon_warning(daemon)
         if warning:
             print(warning, file=sys.stderr)
         if relay:
-            relay.announce(name)
+            relay.announce(plan.name)
         try:
             status = _run_child(target, cli_args.hook_flags(args), guard, blocking=args.no_discard,
-                                native=args.native, spawn=recorder and recorder.spawn,
+                                native=args.native, spawn=plan.recorder and plan.recorder.spawn,
                                 kids=kids, tally=counter and counter.directory)
         finally:
-            if recorder:
-                recorder.stop()
+            if plan.recorder:
+                plan.recorder.stop()
         lines = _daemon_failure(daemon, session, shm_path)
         if lines:  # the session cannot be stopped: say what happened, end as the program
             session = None
@@ -224,32 +165,123 @@ def _run(argv: list) -> int:
             # A signal that came once the program had ended, while the session was
             # stopped and destroyed, ends pyust run now, by that signal.
             guard.release()
+    for line in _summary(args, plan, session, emitted, discarded, processes):
+        print(line, file=sys.stderr)
+    return exit_like(status)
 
-    kernel_note = recorder.finish(session.path) if recorder else None
-    if kernel_note:
-        print(kernel_note, file=sys.stderr)
-    if relay:
-        session.path, args.no_count = relay.trace_path(name, args.no_count)
+
+def _is_missing_script(target: list) -> bool:
+    """Whether the program is a script that does not exist; if so, prints Python's own
+    message for it (whose status is 2), before any session."""
+    if target[0] == "-m" or os.path.exists(target[0]):
+        return False
+    filename = os.path.join(os.getcwd(), target[0])
+    program = (getattr(sys, "orig_argv", None) or [sys.executable])[0]
+    print(f"{program}: can't open file {filename!r}: [Errno 2] No such file or directory",
+          file=sys.stderr)
+    return True
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Raises UsageError for options that do not go together."""
+    if args.tracefile_count is not None and (args.tracefile_count < 1 or not args.tracefile_size):
+        raise UsageError("--tracefile-count needs --tracefile-size and must be at least 1")
+    if args.snapshot and (args.live or args.relayd):
+        raise UsageError("--snapshot and --live cannot go together")
+    live_options.check(args)
+
+
+class _Plan:
+    """The session a run records into, as its options ask: where, in what format, with which
+    channels; recorder is the kernel's (--kernel) once chosen."""
+
+    def __init__(self, args: argparse.Namespace, relay, output: str | None,
+                 shm_path: str | None, trace_format: str | None, knows_formats: bool):
+        self.args = args
+        self.relay = relay
+        self.output = output
+        self.shm_path = shm_path
+        self.trace_format = trace_format
+        self.knows_formats = knows_formats
+        self.name = args.name or f"pyust-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}"
+        self.config = lttng.ChannelConfig(subbuf_size=args.subbuf_size,
+                                          num_subbuf=args.num_subbuf, blocking=args.no_discard,
+                                          overwrite=args.snapshot,
+                                          tracefile_size=args.tracefile_size,
+                                          tracefile_count=args.tracefile_count)
+        self.recorder = None
+
+    def open_session(self) -> lttng.Session:
+        """Creates the session, its channels and the kernel recorder's, and starts it.
+        Interrupted while lttng creates it, destroys it if it is ours, and raises on.
+        Raises LttngError."""
+        args, session = self.args, None
+        try:
+            if self.output and not (self.relay or self.shm_path or args.snapshot or args.native
+                                    or self.recorder
+                                    or (self.knows_formats and not self.trace_format)):
+                # The usual case: one `lttng load` (and the metadata timer, the start).
+                session = lttng.Session.create_started(self.name, self.output, self.config,
+                                                       self.trace_format)
+                if session is not None:
+                    return session
+            if self.relay:
+                session = self.relay.create(self.name, self.trace_format)
+            else:
+                session = lttng.Session.create(self.name, self.output, shm_path=self.shm_path,
+                                               snapshot=args.snapshot,
+                                               trace_format=self.trace_format)
+        except (KeyboardInterrupt, Signalled):
+            # Interrupted while lttng created it: the session may exist, not known here.
+            _destroy_if_ours(self.name, self.output, generated=args.name is None)
+            raise
+        try:
+            session.set_metadata_timer()
+            session.enable_python(self.config)
+            if args.native:
+                from .. import native
+
+                session.enable_native(self.config, native.EVENTS, native.CONTEXTS)
+            if self.recorder:
+                self.recorder.prepare(session)
+            session.start()
+        except BaseException:
+            session.destroy()
+            raise
+        return session
+
+
+def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
+             emitted: int | None, discarded: int, processes) -> list:
+    """The lines that end a run: the kernel recorder's note, where the trace is, how many
+    events it holds and how many LTTng discarded, and what to do about a loss."""
+    lines = []
+    note = plan.recorder.finish(session.path) if plan.recorder else None
+    if note:
+        lines.append(note)
+    no_count = args.no_count
+    if plan.relay:
+        session.path, no_count = plan.relay.trace_path(plan.name, no_count)
     recorded = None
     if emitted is not None and not (args.fast and discarded):
         recorded = emitted - discarded
-    elif not args.no_count:
+    elif not no_count:
         # (The fast mode's discarded events are batches of records: the trace says how many.)
         recorded = babeltrace.count_events(session.path, fast=args.fast)
     kind = "snapshot (the latest events)" if args.snapshot else "trace"
     summary = f"pyust: {kind} in {session.path}"
     if recorded is not None:
         summary += f": {recorded} events recorded"
-    elif not args.no_count:
+    elif not no_count:
         summary += ": events not counted (babeltrace2 missing or failed)"
     summary += f", {discarded} discarded by LTTng"
     summary += children.traced(processes)
-    print(summary, file=sys.stderr)
+    lines.append(summary)
     if discarded:
         what = "batches of records (fast mode)" if args.fast else "events"
-        print(f"pyust: {what} were lost because the buffers filled up: use larger buffers "
-              "(--subbuf-size, --num-subbuf) or --no-discard", file=sys.stderr)
-    return exit_like(status)
+        lines.append(f"pyust: {what} were lost because the buffers filled up: use larger "
+                     "buffers (--subbuf-size, --num-subbuf) or --no-discard")
+    return lines
 
 
 def _destroy_if_ours(name: str, output: str | None, *, generated: bool) -> None:
@@ -424,20 +456,3 @@ def exit_like(status: int) -> int:
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
     return 128 + signum
-
-
-def _add_live_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--live", action="store_true",
-                        help="a live session: the trace streams through an lttng-relayd, "
-                             "readable while it is recorded (pyust top URL, babeltrace2 "
-                             "--input-format=lttng-live URL); without --relayd, one on "
-                             f"127.0.0.1 (started if none listens on port {live.CONTROL_PORT})")
-    parser.add_argument("--relayd", metavar="URL",
-                        help="with --live: the relay daemon, net://HOST[:CTRL_PORT[:DATA_PORT]] "
-                             f"(default ports {live.CONTROL_PORT}, {live.DATA_PORT})")
-    parser.add_argument("--live-port", type=int, default=live.LIVE_PORT, metavar="PORT",
-                        help=f"with --live: the relay daemon's live port, for the URL printed "
-                             f"(default: {live.LIVE_PORT})")
-    parser.add_argument("--live-timer", type=int, default=live.DEFAULT_TIMER_US, metavar="US",
-                        help=f"with --live: flush to the relay daemon every US microseconds "
-                             f"(default: {live.DEFAULT_TIMER_US})")
