@@ -96,6 +96,12 @@ def has_batches(metadata_texts) -> bool:
     return any(b'"python:batch"' in text for text in metadata_texts)
 
 
+# What begins the lines sink.pyust.report writes to standard error (its parameter note-prefix),
+# so that they read as pyust's own: "pyust: warning: damaged trace: ...".
+NOTE_PREFIX = "pyust: "
+DAMAGE_NOTE = NOTE_PREFIX + "warning: damaged trace: "
+
+
 def report_command(traces: list, params: dict, plugin_path: list,
                         debug_info: bool = False, expand: bool = False) -> list:
     """The argument vector of the babeltrace2 run (no shell): traces are
@@ -113,7 +119,7 @@ def report_command(traces: list, params: dict, plugin_path: list,
     if debug_info:
         command += ["-c", "flt.lttng-utils.debug-info"]
     command += ["-c", "sink.pyust.report"]
-    for name, value in params.items():
+    for name, value in {"note-prefix": NOTE_PREFIX, **params}.items():
         if isinstance(value, bool):
             text = "yes" if value else "no"
         else:
@@ -166,11 +172,11 @@ def error_causes(stderr: str) -> list:
         # Lines are joined at ASCII white space only: str.split() would also take the
         # control characters a damaged trace's strings put in the message.
         text = " ".join(_ASCII_SPACE.split(body.strip(" \t\r\n")))
-        causes.append((header.group(1), without_addresses(text)))
+        causes.append((header.group(1), _without_addresses(text)))
     return causes
 
 
-def without_addresses(text: str) -> str:
+def _without_addresses(text: str) -> str:
     """text without the object addresses babeltrace2 puts in its messages (comp-addr=0x...)."""
     return _ADDRESS.sub("", text).rstrip(", ")
 
@@ -219,7 +225,7 @@ def _explanation(stderr: str, returncode: int) -> str:
         # A generic cause ("query method failed"): the plugin's own error log says more.
         logged = _LOG_ERROR.search(stderr)
         if logged:
-            message = without_addresses(logged.group(2))
+            message = _without_addresses(logged.group(2))
             reading = reading or logged.group(1).startswith("PLUGIN/CTF")
     paths = [p for _, text in causes for p in _QUOTED_PATH.findall(text)]
     if paths and paths[-1] not in message:

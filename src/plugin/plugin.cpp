@@ -71,7 +71,9 @@ BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
             "max-size=BYTES (chrome), merge-processes=yes|no (profile, folded), "
             "raw-names=yes|no (native frames by their symbols), salvage=yes|no (a damaged "
             "trace: report what came before the error; default no), period=NS, count=N, "
-            "rows=N (top: wall time between tables, tables before stopping, rows per table)");
+            "rows=N (top: wall time between tables, tables before stopping, rows per table), "
+            "note-prefix=\"TEXT\" (what begins its lines on standard error; default "
+            "\"sink.pyust.report: \")");
 BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, pyust::plugin::report::initialize);
 #if PYUST_BT_HAS_MIP1
 BT_PLUGIN_SINK_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(

@@ -83,7 +83,7 @@ def test_command_line_has_one_argument_per_item(tmp_path, monkeypatch):
     assert command == [
         "babeltrace2", "--plugin-path", "/plugins",
         str(tmp_path / "-trace"), str(tmp_path / "t2"),
-        "-c", "sink.pyust.report",
+        "-c", "sink.pyust.report", "-p", 'note-prefix="pyust: "',
         "-p", 'format="svg"', "-p", "pid=12", "-p", 'output="/o, p.svg"',
     ]
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import signal
 import sys
@@ -305,28 +304,17 @@ def _report(args: argparse.Namespace, traces: list, metadata: dict, output) -> i
     return 0
 
 
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-_DAMAGE_NOTE = re.compile(r"^Damaged trace: (.*)\n(.*)$", re.M)
-_CUT_NOTE = re.compile(r"^Chrome trace cut: ", re.M)
-
-
 def _salvage_notes(notes: str) -> str:
-    """babeltrace2's standard error after a run the sink salvaged (it stopped at an error
-    and reported what came before): its error log, then the sink's "Damaged trace: ..."
-    note, become one warning. Other notes are kept as they are."""
-    notes = _CUT_NOTE.sub("pyust: note: chrome: ", notes)
-    damage = _DAMAGE_NOTE.search(notes)
-    if not damage:
+    """babeltrace2's standard error after a run: when the sink salvaged a damaged trace
+    (it stopped at an error and reported what came before, and said so in one warning),
+    without babeltrace2's log lines about that error; else as it is."""
+    lines = notes.splitlines(keepends=True)
+    damage = next((i for i, line in enumerate(lines)
+                   if line.startswith(babeltrace.DAMAGE_NOTE)), None)
+    if damage is None:
         return notes
-    kept = [line for line in notes[:damage.start()].splitlines(keepends=True)
-            if not babeltrace.is_log_line(line)]
-    reason = babeltrace.without_addresses(damage.group(1))
-    return ("".join(kept).rstrip("\n") + ("\n" if kept else "") +
-            f"pyust: warning: damaged trace: {reason}; {_lower_first(damage.group(2))}\n" +
-            notes[damage.end():].lstrip("\n"))
+    return "".join([line for line in lines[:damage] if not babeltrace.is_log_line(line)]
+                   + lines[damage:])
 
 
 def _end_as_closed_pipe() -> None:

@@ -6,7 +6,8 @@
 // own components use macros internal to its source tree), so a line goes to standard error as
 // plain text, "<component class>: <message>". The text is kept free of babeltrace2's log-line
 // prefix on purpose: pyust report passes these lines on to the user, and drops lines in
-// babeltrace2's log format before a "Damaged trace" note (pyust/commands/report.py).
+// babeltrace2's log format before sink.pyust.report's damaged-trace warning
+// (pyust/commands/report.py).
 #pragma once
 
 #include <babeltrace2/babeltrace.h>

@@ -110,7 +110,10 @@ private:
     // salvage: takes the current thread's error (upstream could not read on) and keeps its
     // innermost cause for the report. noexcept apart from std::bad_alloc.
     void keep_damage();
+    // The damage for the report's text: two lines, after a blank one.
     void write_damage(std::ostream& out) const;
+    // The damage for standard error: one line, "<note prefix>warning: damaged trace: ...".
+    void note_damage() const;
     // Notes the process and thread of an event (before --pid/--tid select), and the process's
     // command name (procname context) the first time. Throws std::bad_alloc.
     void note_thread(const bt_message* message, const PythonEvent& event);
@@ -161,17 +164,21 @@ private:
     // salvage=yes: an upstream error ends the reading instead of failing the sink; the report
     // covers what was read and says where reading stopped and why.
     bool m_is_salvaging = false;
-    std::optional<std::string> m_damage;       // why upstream stopped (salvage)
-    std::uint64_t m_events_read = 0;           // every python:* event read
-    analysis::Timestamp m_last_ts = INT64_MIN; // the latest event time read
+    std::string m_note_prefix = "sink.pyust.report: "; // of the lines to standard error
+    std::optional<std::string> m_damage;               // why upstream stopped (salvage)
+    std::uint64_t m_events_read = 0;                   // every python:* event read
+    analysis::Timestamp m_last_ts = INT64_MIN;         // the latest event time read
 };
 
 ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m_self(self)
 {
-    check_known_params(params, {"format", "output", "pid", "tid", "begin", "end", "min-duration",
-                                "modules", "period", "count", "rows", "salvage", "sort", "limit",
-                                "min-share", "merge-processes", "max-size", "raw-names"});
+    check_known_params(params,
+                       {"format", "output", "pid", "tid", "begin", "end", "min-duration", "modules",
+                        "period", "count", "rows", "salvage", "sort", "limit", "min-share",
+                        "merge-processes", "max-size", "raw-names", "note-prefix"});
     m_is_salvaging = bool_param(params, "salvage").value_or(false);
+    if (const auto prefix = string_param(params, "note-prefix"))
+        m_note_prefix = *prefix;
     if (const auto format = string_param(params, "format"))
         m_format = parse_format(*format);
     for (const char* name : {"period", "count", "rows"}) {
@@ -293,7 +300,7 @@ bt_component_class_sink_consume_method_status ReportSink::consume()
             if (m_events || m_frames == 0)
                 write_top_frame();
             if (m_damage)
-                write_damage(std::cerr);
+                note_damage();
         } else {
             write_report();
         }
@@ -514,7 +521,7 @@ void ReportSink::write_report()
     case Format::chrome:
         m_chrome->finish(stream_name, m_options);
         if (m_chrome->cut_frames())
-            std::cerr << "Chrome trace cut: " << m_chrome->cut_note() << '\n';
+            std::cerr << m_note_prefix << "note: chrome: " << m_chrome->cut_note() << '\n';
         break;
     case Format::svg:
         analysis::write_svg(m_model, out, m_min_duration, "pyust flame graph", m_options);
@@ -531,7 +538,7 @@ void ReportSink::write_report()
     if (m_damage) {
         if (is_text)
             write_damage(out);
-        write_damage(std::cerr);
+        note_damage();
     }
     out.flush();
     if (!out)
@@ -558,12 +565,27 @@ void ReportSink::keep_damage()
     m_damage = without_addresses(reason);
 }
 
+// What babeltrace2 read before the damage and why it stopped, as the report and the note say it.
+std::string damage_text(std::uint64_t events_read, analysis::Timestamp last_ts,
+                        const std::string& reason)
+{
+    return "babeltrace2 stopped reading after " + std::to_string(events_read) +
+           " events (the latest at " +
+           (last_ts == INT64_MIN ? std::string("none") : analysis::format_time(last_ts)) +
+           "): " + reason;
+}
+
 void ReportSink::write_damage(std::ostream& out) const
 {
-    out << "\nDamaged trace: babeltrace2 stopped reading after " << m_events_read
-        << " events (the latest at "
-        << (m_last_ts == INT64_MIN ? std::string("none") : analysis::format_time(m_last_ts))
-        << "): " << *m_damage << "\nNothing the trace holds after that point is in this report.\n";
+    out << "\nDamaged trace: " << damage_text(m_events_read, m_last_ts, *m_damage)
+        << "\nNothing the trace holds after that point is in this report.\n";
+}
+
+void ReportSink::note_damage() const
+{
+    std::cerr << m_note_prefix
+              << "warning: damaged trace: " << damage_text(m_events_read, m_last_ts, *m_damage)
+              << "; nothing the trace holds after that point is in this report.\n";
 }
 
 ReportSink* sink_of(bt_self_component_sink* self) noexcept
