@@ -65,4 +65,26 @@ next_bridge(bt_self_message_iterator* self, bt_message_array_const messages, std
                  });
 }
 
+// The "initialize" bridge of a message iterator whose data is an Iterator: sets it to the
+// Iterator that make() returns (a new one, owned by the message iterator from then on) under
+// guard(). noexcept.
+template <typename Iterator, typename Make>
+bt_message_iterator_class_initialize_method_status
+iterator_initialize_bridge(bt_self_message_iterator* self, const char* action, Make make) noexcept
+{
+    const CauseSink cause(self);
+    return guard(cause, action, BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_ERROR,
+                 BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR, [&] {
+                     Iterator* iterator = make();
+                     bt_self_message_iterator_set_data(self, iterator);
+                     return BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_OK;
+                 });
+}
+
+// The "finalize" bridge of a message iterator whose data is an Iterator: deletes it. noexcept.
+template <typename Iterator> void iterator_finalize_bridge(bt_self_message_iterator* self) noexcept
+{
+    delete static_cast<Iterator*>(bt_self_message_iterator_get_data(self));
+}
+
 } // namespace pyust::plugin

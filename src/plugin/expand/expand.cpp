@@ -34,11 +34,6 @@ Settings read_settings(const bt_value* params)
     return settings;
 }
 
-ExpandIterator* iterator_of(bt_self_message_iterator* self) noexcept
-{
-    return static_cast<ExpandIterator*>(bt_self_message_iterator_get_data(self));
-}
-
 } // namespace
 
 bt_component_class_initialize_method_status initialize(bt_self_component_filter* self,
@@ -67,15 +62,12 @@ bt_message_iterator_class_initialize_method_status
 iterator_initialize(bt_self_message_iterator* self, bt_self_message_iterator_configuration*,
                     bt_self_component_port_output*) noexcept
 {
-    const CauseSink cause(self);
-    return guard(cause, "Cannot initialize the message iterator of filter.pyust.expand",
-                 BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_ERROR,
-                 BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR, [&] {
-                     const auto* settings = static_cast<const Settings*>(bt_self_component_get_data(
-                         bt_self_message_iterator_borrow_component(self)));
-                     bt_self_message_iterator_set_data(self, new ExpandIterator(self, *settings));
-                     return BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_OK;
-                 });
+    return iterator_initialize_bridge<ExpandIterator>(
+        self, "Cannot initialize the message iterator of filter.pyust.expand", [&] {
+            const auto* settings = static_cast<const Settings*>(
+                bt_self_component_get_data(bt_self_message_iterator_borrow_component(self)));
+            return new ExpandIterator(self, *settings);
+        });
 }
 
 bt_message_iterator_class_next_method_status iterator_next(bt_self_message_iterator* self,
@@ -89,7 +81,7 @@ bt_message_iterator_class_next_method_status iterator_next(bt_self_message_itera
 
 void iterator_finalize(bt_self_message_iterator* self) noexcept
 {
-    delete iterator_of(self);
+    iterator_finalize_bridge<ExpandIterator>(self);
 }
 
 } // namespace pyust::plugin::expand

@@ -373,11 +373,6 @@ void StacksIterator::end_companion(const bt_stream* upstream)
     push(end.release());
 }
 
-StacksIterator* iterator_of(bt_self_message_iterator* self) noexcept
-{
-    return static_cast<StacksIterator*>(bt_self_message_iterator_get_data(self));
-}
-
 } // namespace
 
 bt_component_class_initialize_method_status initialize(bt_self_component_filter* self,
@@ -403,13 +398,9 @@ bt_message_iterator_class_initialize_method_status
 iterator_initialize(bt_self_message_iterator* self, bt_self_message_iterator_configuration*,
                     bt_self_component_port_output*) noexcept
 {
-    const CauseSink cause(self);
-    return guard(cause, "Cannot initialize the message iterator of filter.pyust.stacks",
-                 BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_ERROR,
-                 BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR, [&] {
-                     bt_self_message_iterator_set_data(self, new StacksIterator(self));
-                     return BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_OK;
-                 });
+    return iterator_initialize_bridge<StacksIterator>(
+        self, "Cannot initialize the message iterator of filter.pyust.stacks",
+        [&] { return new StacksIterator(self); });
 }
 
 bt_message_iterator_class_next_method_status iterator_next(bt_self_message_iterator* self,
@@ -423,7 +414,7 @@ bt_message_iterator_class_next_method_status iterator_next(bt_self_message_itera
 
 void iterator_finalize(bt_self_message_iterator* self) noexcept
 {
-    delete iterator_of(self);
+    iterator_finalize_bridge<StacksIterator>(self);
 }
 
 } // namespace pyust::plugin::stacks
