@@ -129,7 +129,9 @@ void StackModel::on_code(std::uint64_t id, std::string module, std::string qualn
 
 bool StackModel::on_call_name(std::uint64_t id, std::string_view name)
 {
-    if (name.empty())
+    // "?" is what filter.pyust.expand names a call whose id no python:code named (a string
+    // field is never empty: see tracepoints/python_tp.h); no qualified name is "?".
+    if (name.empty() || name == "?")
         return false;
     const auto [it, is_new] = m_codes.try_emplace(id);
     if (!is_new)

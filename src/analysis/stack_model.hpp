@@ -259,8 +259,8 @@ public:
                  std::uint32_t first_line, std::string name = {});
 
     // python:call's name: names a code id that no python:code named yet ("?:name"), until one
-    // does. Returns whether it named it (false when the id is known or name is empty). Throws
-    // std::bad_alloc.
+    // does. Returns whether it named it (false when the id is known, or name is empty or "?":
+    // no name). Throws std::bad_alloc.
     bool on_call_name(std::uint64_t id, std::string_view name);
 
     // python:thread: names a thread (key.tid is the named thread, not the emitting one).

@@ -61,6 +61,30 @@ def test_expanded_fast_trace_is_the_standard_trace(standard):
     assert "python:batch" not in result.stdout and "python:horizon" not in result.stdout
 
 
+def test_a_record_before_its_packet_opens_that_packet_early(standard):
+    # No stream has a packet open at 8000 and 9000 ns: the packet of the batch's stream begins
+    # at the first record's time instead of 9500, and every record comes out, as recorded.
+    result = fast_case("lazy_packets", *EXPAND)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout == standard
+    folded = fast_case("lazy_packets", *EXPAND, "-c", "sink.pyust.report", "-p", 'format="folded"')
+    full = fast_case("two_threads", *EXPAND, "-c", "sink.pyust.report", "-p", 'format="folded"')
+    assert folded.returncode == 0 and folded.stdout == full.stdout != "", folded.stderr
+
+
+def test_a_call_no_code_named_is_unknown_not_a_name():
+    # Without python:code events, expand names each call "?" (a string field is never empty);
+    # the report labels such a frame by its id, as when nothing named it.
+    dump = fast_case("no_codes", *EXPAND)
+    assert dump.returncode == 0, dump.stderr
+    assert re.search(r'name = "\\?\?"', dump.stdout)  # text.pretty 2.0 escapes the "?"
+    result = fast_case("no_codes", *EXPAND, "-c", "sink.pyust.report", "-p", 'format="folded"')
+    assert result.returncode == 0, result.stderr
+    assert "<unknown 0x6400000002>" in result.stdout  # foo's id
+    assert "?:" not in result.stdout
+
+
 def test_records_carry_their_writers_context_when_it_changes():
     # Batches A and D of thread 100 wait on the same stream together; D was written after the
     # thread renamed itself, so its records carry the new procname, A's the old one.

@@ -259,6 +259,7 @@ TEST_CASE("a call's name names code until its python:code comes; registered code
     StackModel model;
     CHECK(model.location(FrameId{9, false}) == "(unregistered)");
     CHECK_FALSE(model.on_call_name(9, ""));
+    CHECK_FALSE(model.on_call_name(9, "?")); // filter.pyust.expand's call of an unnamed id
     CHECK(model.label(FrameId{9, false}) == "<unknown 0x9>");
     CHECK(model.on_call_name(9, "fact"));
     CHECK(model.label(FrameId{9, false}) == "?:fact");
