@@ -7,7 +7,7 @@
 namespace pyust::plugin::expand {
 
 MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Record& record,
-                        const bt_packet* packet, const bt_stream* stream, const CodeNames& names)
+                        const bt_packet* packet, const bt_stream* stream, const QualnameById& names)
 {
     const Target& target = *run.target;
     const bt_event_class* event_class = record.kind == RecordKind::call   ? target.call

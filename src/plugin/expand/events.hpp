@@ -17,8 +17,10 @@ namespace pyust::plugin::expand {
 
 struct Run;
 
-// The qualname of each code id, from the latest python:code event of the id.
-using CodeNames = std::unordered_map<std::uint64_t, std::string>;
+// The qualname of each code id, from the latest python:code event of the id: all that expand
+// needs to name a python:call (the reports' model keeps a code's whole registration:
+// analysis::CodeNames).
+using QualnameById = std::unordered_map<std::uint64_t, std::string>;
 
 // A new event message of event_class at clock value, in packet (or on stream when its class
 // has no packets), or null (out of memory). Precondition: event_class belongs to the stream
@@ -39,6 +41,7 @@ inline bt_message* create_event(bt_self_message_iterator* self, const Target& ta
 // the record (a call's name from names, "?" when its id has none). Preconditions: run has a
 // target and a context; stream is not null. Throws BtError, std::bad_alloc.
 MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Record& record,
-                        const bt_packet* packet, const bt_stream* stream, const CodeNames& names);
+                        const bt_packet* packet, const bt_stream* stream,
+                        const QualnameById& names);
 
 } // namespace pyust::plugin::expand

@@ -159,7 +159,7 @@ private:
     // the metadata declares: LTTng declares python:batch in every trace of
     // pyust's provider, and a standard trace must not wait.)
     bool m_has_batch_class = false;
-    CodeNames m_names; // code id -> qualname
+    QualnameById m_names; // code id -> qualname
     std::unordered_map<analysis::ThreadKey, ThreadState, analysis::ThreadKeyHash> m_threads;
     ClassCache m_classes;
     StreamTable m_streams;
