@@ -25,7 +25,8 @@ another module's private names:
   channels), sessiond, kernel and perf_ctf, babeltrace (running babeltrace2 and reading
   its answers), salvage, live, native, remote, children;
 - commands: pyust.commands, one module per command (run, attach, report, top,
-  activation for enable/disable, cflags, hook for the hook mode's argparse path);
+  activation for enable/disable, cflags, hook for the hook mode's argparse path), and
+  live_options, the live-session options that run and attach share;
 - cli, which only picks the command and ends its errors (`python -m pyust` goes from
   __main__ through _runner to it).
 """
