@@ -8,6 +8,10 @@
 // announce its stack, then switch it to the steady ones; after stop(), a
 // thread gets a "closing" callback that closes its stack at its next event.
 // So each thread's events are balanced, on its own vtid.
+//
+// On 3.11 the fast mode runs on the frame-evaluation back end instead when it
+// can (backend_eval.hpp): this file chooses, and closes the other threads'
+// stacks for it at stop().
 #include "python_compat.hpp"
 
 #if PYUST_HAS_PER_THREAD_SETTERS
@@ -15,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "backend_eval.hpp"
 #include "core.hpp"
 
 namespace pyust::hook {
@@ -22,6 +27,9 @@ namespace {
 
 // True while pyust itself sets profile/trace functions (see audit_hook).
 bool s_is_installing = false;
+
+// Whether the frame-evaluation back end serves the current start().
+bool s_is_eval = false;
 
 // The thread's last frame and its CodeInfo: the lines of a frame and its
 // return usually follow its call with no other event of the thread between,
@@ -246,7 +254,7 @@ namespace backend {
 
 const char* name() noexcept
 {
-    return "setprofile";
+    return s_is_eval ? "eval-frame" : "setprofile";
 }
 
 // Another tool (cProfile, a debugger, coverage.py) holds the interpreter's
@@ -261,6 +269,9 @@ void check_free()
         throw TracerError("Cannot start line tracing: another tracer is active on this thread "
                           "(sys.gettrace() is set, e.g. by a debugger or coverage.py); stop "
                           "it first or trace without lines");
+#if PYUST_HAS_EVAL_BACKEND
+    s_is_eval = eval_frame::why_not(s_state.options) == nullptr;
+#endif
 }
 
 void install(bool is_caller_announced)
@@ -271,6 +282,15 @@ void install(bool is_caller_announced)
             PyErr_Clear();
         has_audit_hook = true;
     }
+#if PYUST_HAS_EVAL_BACKEND
+    // A session waking a dormant hook: every thread runs Python code, whose
+    // stacks only the profile functions can announce and follow.
+    s_is_eval = s_is_eval && is_caller_announced;
+    if (s_is_eval) {
+        eval_frame::install();
+        return;
+    }
+#endif
     if (is_caller_announced)
         install_on_current(false);
     s_is_installing = true;
@@ -287,6 +307,21 @@ void install(bool is_caller_announced)
 
 void uninstall(bool close_stacks) noexcept
 {
+#if PYUST_HAS_EVAL_BACKEND
+    if (eval_frame::is_installed()) {
+        eval_frame::uninstall(close_stacks);
+        // The other threads' frames all started under the function: the
+        // closing callback closes them at each thread's next event.
+        s_is_installing = true;
+        for_each_other_thread([close_stacks](PyThreadState* t) {
+            if (close_stacks && t->c_profilefunc == nullptr &&
+                t->cframe->current_frame != nullptr && compat::set_profile(t, closing_callback) < 0)
+                PyErr_Clear();
+        });
+        s_is_installing = false;
+        return;
+    }
+#endif
     s_is_installing = true;
     PyThreadState* self = PyThreadState_Get();
     if ((is_ours(self->c_profilefunc) && compat::set_profile(self, nullptr) < 0) ||
@@ -307,6 +342,10 @@ void uninstall(bool close_stacks) noexcept
 
 void attach_current_thread() noexcept
 {
+#if PYUST_HAS_EVAL_BACKEND
+    if (eval_frame::is_installed())
+        return; // the function serves every thread of the interpreter
+#endif
     install_on_current(true);
 }
 

@@ -64,16 +64,21 @@ void decide(CodeInfo& info) noexcept
         s_state.emitter->code(info);
 }
 
+// globals["__name__"], or "?".
+std::string module_of_globals(PyObject* globals)
+{
+    if (globals == nullptr || !PyDict_Check(globals))
+        return k_unknown;
+    return utf8_or_unknown(PyDict_GetItemString(globals, "__name__")); // borrowed
+}
+
 std::string module_of(PyFrameObject* frame)
 {
-    std::string module = k_unknown;
     if (frame == nullptr)
-        return module;
-    if (PyObject* globals = compat::frame_globals(frame)) {
-        if (PyDict_Check(globals))
-            module = utf8_or_unknown(PyDict_GetItemString(globals, "__name__")); // borrowed
-        Py_DECREF(globals);
-    }
+        return k_unknown;
+    PyObject* globals = compat::frame_globals(frame);
+    std::string module = module_of_globals(globals);
+    Py_XDECREF(globals);
     return module;
 }
 
@@ -141,22 +146,16 @@ std::string module_of_file(const std::string& file)
     return best;
 }
 
-// Registers a code object: assigns its id, decides whether it is traced,
-// emits python:code. nullptr only when memory runs out.
-CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
+// Registers a code object under the module that module_for() names (it may
+// throw std::bad_alloc): assigns its id, decides whether it is traced, emits
+// python:code. nullptr only when memory runs out.
+template <typename ModuleFor>
+CodeInfo* register_code(PyCodeObject* code, ModuleFor module_for) noexcept
 {
     compat::SavedError saved;
     try {
         std::string file = utf8_or_unknown(code->co_filename);
-        std::string module;
-        if (frame == nullptr)
-            frame = PyEval_GetFrame(); // borrowed
-        PyCodeObject* frame_code = frame != nullptr ? PyFrame_GetCode(frame) : nullptr;
-        Py_XDECREF(frame_code); // only compared
-        if (frame_code != nullptr && frame_code != code)
-            module = module_of_file(file); // not the frame of this code (see module_of_file)
-        else
-            module = module_of(frame);
+        std::string module = module_for(file);
         CodeInfo& info =
             s_state.registry->add(std::move(module), utf8_or_unknown(compat::code_qualname(code)),
                                   std::move(file), static_cast<std::uint32_t>(code->co_firstlineno),
@@ -167,6 +166,18 @@ CodeInfo* register_code(PyCodeObject* code, PyFrameObject* frame) noexcept
     } catch (...) {
         return nullptr;
     }
+}
+
+// The module of code run by frame (nullptr: the current frame). Throws std::bad_alloc.
+std::string module_in_frame(PyCodeObject* code, PyFrameObject* frame, const std::string& file)
+{
+    if (frame == nullptr)
+        frame = PyEval_GetFrame(); // borrowed
+    PyCodeObject* frame_code = frame != nullptr ? PyFrame_GetCode(frame) : nullptr;
+    Py_XDECREF(frame_code); // only compared
+    if (frame_code != nullptr && frame_code != code)
+        return module_of_file(file); // not the frame of this code (see module_of_file)
+    return module_of(frame);
 }
 
 // Frames of `frame`'s stack, outermost first, as new references.
@@ -425,7 +436,18 @@ CodeInfo* info_for_code(PyCodeObject* code, PyFrameObject* frame) noexcept
 {
     auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, s_state.extra_index));
     if (info == nullptr)
-        return register_code(code, frame);
+        return register_code(
+            code, [&](const std::string& file) { return module_in_frame(code, frame, file); });
+    if (info->generation != s_state.generation)
+        decide(*info);
+    return info;
+}
+
+CodeInfo* info_for_code_in(PyCodeObject* code, PyObject* globals) noexcept
+{
+    auto* info = static_cast<CodeInfo*>(compat::get_code_extra(code, s_state.extra_index));
+    if (info == nullptr)
+        return register_code(code, [&](const std::string&) { return module_of_globals(globals); });
     if (info->generation != s_state.generation)
         decide(*info);
     return info;

@@ -47,6 +47,10 @@ extern State& s_state;
 // memory ran out. noexcept.
 CodeInfo* info_for_code(PyCodeObject* code, PyFrameObject* frame) noexcept;
 
+// info_for_code() of code about to run with these globals (the module's
+// namespace: its "__name__" names the module). noexcept.
+CodeInfo* info_for_code_in(PyCodeObject* code, PyObject* globals) noexcept;
+
 // info_for_code() of the code the frame runs. noexcept.
 CodeInfo* info_for_frame(PyFrameObject* frame) noexcept;
 

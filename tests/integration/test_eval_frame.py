@@ -1,0 +1,230 @@
+"""The fast mode on CPython 3.11 runs on a frame-evaluation function (PEP 523) when the
+interpreter calls it for every Python call: it must record exactly what a profile function
+sees, whichever back end the interpreter under test gets (python:process says which). The
+cases are those where the two kinds of hook differ: a generator's creation (evaluated, not
+profiled), frames already running at start() (never evaluated by the function), frames
+still running on other threads at stop(), and a warmed __getitem__ (which some 3.11
+releases enter without the function: pyust then uses its profile function)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from lttng_harness import FAST, assert_balanced, child_env, run_hooked, run_plain
+
+FAST_FLAGS = [] if FAST else ["--fast"]  # run_hooked adds --fast in the fast-mode pass
+
+# Every kind of frame entry: plain and recursive calls, methods, properties, a warmed
+# __getitem__ and __getattr__, generators driven by for/next/send/throw/close, yield from,
+# a coroutine under asyncio, lambdas, comprehensions, class bodies, exceptions unwinding
+# through several frames, and a thread started while tracing.
+EVERY_ENTRY = """\
+import asyncio, threading
+
+class Box:
+    def __init__(self, items):
+        self.items = items
+    def __getitem__(self, i):
+        return self.items[i % len(self.items)]
+    def __getattr__(self, name):
+        return len(name)
+    @property
+    def size(self):
+        return len(self.items)
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def counter(n):
+    for i in range(n):
+        got = yield i
+        if got:
+            yield got
+
+def outer(n):
+    yield from counter(n)
+
+def fails(depth):
+    if depth == 0:
+        raise ValueError("deep")
+    return fails(depth - 1)
+
+async def pause(x):
+    await asyncio.sleep(0)
+    return x
+
+async def gather():
+    return sum(await asyncio.gather(*(pause(i) for i in range(5))))
+
+def work():
+    box = Box(list(range(7)))
+    total = sum(box[i] for i in range(3000)) + box.size + box.missing
+    total += fib(12) + sum(outer(40)) + sum(x * x for x in range(10))
+    gen = counter(10)
+    next(gen)
+    gen.send(5)
+    try:
+        gen.throw(KeyError("k"))
+    except KeyError:
+        pass
+    gen.close()
+    for _ in range(3):
+        try:
+            fails(4)
+        except ValueError:
+            total += 1
+    square = lambda x: x * x
+    total += sum(map(square, range(20)))
+    class Local:
+        value = fib(5)
+    total += Local.value + asyncio.run(gather())
+    return total
+
+thread = threading.Thread(target=work)
+thread.start()
+thread.join()
+print(work())
+"""
+
+# The per-function 'call' counts sys.setprofile sees for the program's own code, run
+# untraced.
+REFERENCE = """\
+import json, runpy, sys, threading
+counts = {}
+def profile(frame, event, arg):
+    if event == "call":
+        code = frame.f_code
+        if code.co_filename == sys.argv[1]:
+            key = f"{code.co_firstlineno}:{code.co_name}"
+            counts[key] = counts.get(key, 0) + 1
+threading.setprofile(profile)
+sys.setprofile(profile)
+runpy.run_path(sys.argv[1], run_name="__main__")
+sys.setprofile(None)
+print(json.dumps(counts))
+"""
+
+
+def _backend(trace) -> str:
+    (process,) = {e["fields"]["backend"] for e in trace.of("python:process")}
+    return process
+
+
+def _calls_by_function(trace, program: str) -> Counter:
+    counts = Counter()
+    codes = trace.codes  # a property that reads every event
+    for e in trace.of("python:call"):
+        code = codes[e["fields"]["id"]]
+        if code["file"] == program:
+            counts[f"{code['first_line']}:{code['qualname'].rsplit('.', 1)[-1]}"] += 1
+    return counts
+
+
+def test_the_fast_mode_records_every_call_a_profile_function_sees(session, make_program):
+    program = make_program(EVERY_ENTRY)
+    reference = make_program(REFERENCE, name="reference.py")
+    untraced = run_plain([reference, program])
+    assert untraced.returncode == 0, untraced.stderr
+    expected = json.loads(untraced.stdout.splitlines()[-1])
+    result = run_hooked([program], flags=FAST_FLAGS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == untraced.stdout.splitlines()[0]
+    trace = session.read(expand=True)
+    backend = _backend(trace)
+    assert dict(_calls_by_function(trace, program)) == expected, backend
+    assert sum(expected.values()) > 3000
+    for events in trace.threads().values():
+        assert_balanced(trace, events)
+    # Unwinding frames return with unwind=1: fails() five frames deep, three times, per thread.
+    codes = trace.codes
+    unwinds = Counter(codes[e["fields"]["id"]]["qualname"] for e in trace.of("python:return")
+                      if e["fields"]["unwind"] == 1)
+    assert unwinds["fails"] == 2 * 3 * 5, backend
+
+
+# pyust.start() inside a function that returns before stop(): its frame was announced
+# at start() and returns outside the hook's sight on the eval-frame back end.
+STARTED_INSIDE = """\
+import pyust
+
+def leaf(i):
+    return i
+
+def begin():
+    pyust.start(fast=True, dormant=False)
+    leaf(1)
+
+def later():
+    return [leaf(i) for i in range(3)]
+
+def main():
+    begin()
+    later()
+    pyust.stop()
+
+main()
+"""
+
+
+def test_frames_running_at_start_return_in_order(session, make_program):
+    program = make_program(STARTED_INSIDE)
+    result = run_plain([program], env=child_env())
+    assert result.returncode == 0, result.stderr
+    trace = session.read(expand=True)
+    # <module>, main and begin were running: announced as calls. begin's return comes
+    # before later's call; main and <module> are closed by stop().
+    flow = trace.program_flow(program)
+    names = [(kind, name) for kind, name, *_ in flow]
+    assert names[:7] == [("call", "<module>"), ("call", "main"), ("call", "begin"),
+                         ("call", "leaf"), ("return", "leaf"), ("return", "begin"),
+                         ("call", "later")], _backend(trace)
+    assert names[-3:] == [("return", "later"), ("return", "main"), ("return", "<module>")]
+    assert names.count(("call", "leaf")) == 4 and names.count(("return", "leaf")) == 4
+    for events in trace.threads().values():
+        assert_balanced(trace, events)
+
+
+# stop() while another thread, started under the hook, is inside a traced call: that
+# thread's frames are closed at its next event, and nothing it does afterwards is recorded.
+STOPPED_WHILE_RUNNING = """\
+import threading, pyust
+
+go_on = threading.Event()
+inside = threading.Event()
+
+def after():
+    return 1
+
+def waiting():
+    inside.set()
+    go_on.wait()
+    after()
+
+def run():
+    waiting()
+    after()
+
+pyust.start(fast=True, dormant=False)
+thread = threading.Thread(target=run)
+thread.start()
+inside.wait()
+pyust.stop()
+go_on.set()
+thread.join()
+"""
+
+
+def test_a_thread_inside_a_call_at_stop_is_closed(session, make_program):
+    program = make_program(STOPPED_WHILE_RUNNING)
+    result = run_plain([program], env=child_env())
+    assert result.returncode == 0, result.stderr
+    trace = session.read(expand=True)
+    threads = trace.threads()
+    main_pid = min(vpid for vpid, _ in threads)
+    (other,) = [events for (vpid, vtid), events in threads.items() if vtid != main_pid]
+    names = [(kind, name) for kind, name, *_ in trace.program_flow(program, other)]
+    assert names == [("call", "run"), ("call", "waiting"), ("return", "waiting"),
+                     ("return", "run")], _backend(trace)
+    for events in threads.values():
+        assert_balanced(trace, events)
