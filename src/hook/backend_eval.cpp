@@ -15,10 +15,13 @@
 #if PYUST_HAS_EVAL_BACKEND
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
+
+#include <pthread.h>
 
 #define Py_BUILD_CORE 1
 #include "internal/pycore_frame.h"
@@ -50,6 +53,32 @@ std::uint64_t s_announcer_id = 0; // its thread state's id (a fork may reuse the
 // announced frames are below them and cannot return.
 std::uint32_t s_announcer_depth = 0;
 
+// The address below which a thread's C stack counts as deep: a quarter of it
+// used (0: not known yet; 1: never, its bounds unknown).
+thread_local std::uintptr_t t_deep_below __attribute__((tls_model("initial-exec"))) = 0;
+
+std::uintptr_t deep_stack_bound() noexcept
+{
+    pthread_attr_t attributes;
+    void* lowest = nullptr;
+    std::size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0)
+        return 1;
+    const bool is_known = pthread_attr_getstack(&attributes, &lowest, &size) == 0;
+    pthread_attr_destroy(&attributes);
+    if (!is_known || size == 0)
+        return 1;
+    return reinterpret_cast<std::uintptr_t>(lowest) + size / 4 * 3; // stacks grow down
+}
+
+inline bool is_stack_deep() noexcept
+{
+    const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+    if (t_deep_below == 0)
+        t_deep_below = deep_stack_bound();
+    return here < t_deep_below;
+}
+
 bool is_in_chain(const _PyInterpreterFrame* frame, _PyInterpreterFrame* top) noexcept
 {
     for (const _PyInterpreterFrame* f = top; f != nullptr; f = f->previous) {
@@ -75,6 +104,11 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
     PyCodeObject* code = frame->f_code;
     if ((code->co_flags & k_generator_kinds) != 0 && frame->owner == FRAME_OWNED_BY_THREAD)
         return _PyEval_EvalFrameDefault(tstate, frame, throwflag); // a generator's creation
+    if (is_stack_deep()) {
+        // The profile function sees this frame start, and the others return.
+        hand_over_to_profile();
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    }
     const std::uint64_t epoch = s_epoch;
     const bool is_announcer = tstate == s_announcer && tstate->id == s_announcer_id;
     if (is_announcer) {

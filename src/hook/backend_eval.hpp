@@ -39,6 +39,14 @@ void uninstall(bool close_stacks) noexcept;
 
 bool is_installed() noexcept;
 
+// Puts every thread on the profile function, as if it had been there since
+// start(), and says so in a python:process event (backend_profile.cpp). The
+// function calls it when a thread's C stack runs deep: with it in, each Python
+// call nests a C call, where the interpreter would otherwise run it in the
+// caller's C frame, so a recursion the program runs untraced could overflow
+// the C stack.
+void hand_over_to_profile() noexcept;
+
 } // namespace pyust::hook::eval_frame
 
 #endif // PYUST_HAS_EVAL_BACKEND

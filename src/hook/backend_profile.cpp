@@ -248,7 +248,39 @@ int audit_hook(const char* event, PyObject*, void*) noexcept
     return 0;
 }
 
+void add_audit_hook() noexcept
+{
+    static bool has_audit_hook = false;
+    if (!has_audit_hook) {
+        if (PySys_AddAuditHook(audit_hook, nullptr) < 0)
+            PyErr_Clear();
+        has_audit_hook = true;
+    }
+}
+
 } // namespace
+
+#if PYUST_HAS_EVAL_BACKEND
+// Every frame running now was announced or entered under the function: each
+// thread gets the steady callbacks, which see those frames return. (A thread
+// whose profile slot another tool took meanwhile, cProfile say, keeps it: its
+// open frames stay open in the trace.)
+void eval_frame::hand_over_to_profile() noexcept
+{
+    eval_frame::uninstall(true);
+    s_is_eval = false;
+    add_audit_hook();
+    s_is_installing = true;
+    PyThreadState* self = PyThreadState_Get();
+    for (PyThreadState* t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(self));
+         t != nullptr; t = PyThreadState_Next(t)) {
+        if (t->c_profilefunc == nullptr && compat::set_profile(t, profile_for(false)) < 0)
+            PyErr_Clear();
+    }
+    s_is_installing = false;
+    emit_process();
+}
+#endif
 
 namespace backend {
 
@@ -276,12 +308,7 @@ void check_free()
 
 void install(bool is_caller_announced)
 {
-    static bool has_audit_hook = false;
-    if (!has_audit_hook) {
-        if (PySys_AddAuditHook(audit_hook, nullptr) < 0)
-            PyErr_Clear();
-        has_audit_hook = true;
-    }
+    add_audit_hook();
 #if PYUST_HAS_EVAL_BACKEND
     // A session waking a dormant hook: every thread runs Python code, whose
     // stacks only the profile functions can announce and follow.

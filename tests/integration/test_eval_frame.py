@@ -228,3 +228,33 @@ def test_a_thread_inside_a_call_at_stop_is_closed(session, make_program):
                      ("return", "run")], _backend(trace)
     for events in threads.values():
         assert_balanced(trace, events)
+
+
+# A recursion far deeper than the default limit, which 3.11 runs untraced without nesting C
+# calls: under a frame-evaluation function every Python call nests one, and 30,000 of them
+# overflowed the main thread's 8 MiB C stack (SIGSEGV). When a quarter of a thread's C stack
+# is used the back end hands every thread over to the profile function, and says so in a
+# second python:process event.
+DEEP_RECURSION = """\
+import sys
+sys.setrecursionlimit(100000)
+
+def down(n):
+    return 0 if n == 0 else 1 + down(n - 1)
+
+print(down(30000))
+"""
+
+
+def test_a_deep_recursion_runs_as_untraced(session, make_program):
+    program = make_program(DEEP_RECURSION)
+    result = run_hooked([program], flags=FAST_FLAGS)
+    assert (result.returncode, result.stdout) == (0, "30000\n"), result.stderr
+    trace = session.read(expand=True)
+    codes = trace.codes
+    downs = [e for e in trace.of("python:call") if codes[e["fields"]["id"]]["qualname"] == "down"]
+    assert len(downs) == 30001
+    for events in trace.threads().values():
+        assert_balanced(trace, events)
+    backends = [e["fields"]["backend"] for e in trace.of("python:process")]
+    assert backends in (["setprofile"], ["monitoring"], ["eval-frame", "setprofile"]), backends
