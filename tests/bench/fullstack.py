@@ -510,8 +510,9 @@ def parse_args(argv: list) -> argparse.Namespace:
     parser.add_argument("--python", default=sys.executable, metavar="PATH",
                         help="the interpreter of pyust run and the workload (default: this one)")
     parser.add_argument("--pyust-path", default=None, metavar="DIR",
-                        help="prepended to PYTHONPATH (default: the build matching --python's "
-                        "version: build/python for 3.11, build-py3.X/python otherwise)")
+                        help="prepended to PYTHONPATH (default: the build scripts/setup made "
+                        "for --python: build/python for Debian's /usr/bin/python3, "
+                        "build-pyX.Y/python for any other)")
     parser.add_argument("--wait-quiet", type=float, default=120, metavar="SECONDS",
                         help="before each traced run, wait up to this long for other sessions "
                         "recording python:* to end (120); runs they overlap are flagged")
@@ -558,7 +559,7 @@ def main(argv: list) -> int:
     try:
         version = overhead.interpreter_version(options.python)
         if options.pyust_path is None:
-            options.pyust_path = overhead.default_pyust_path(version)
+            options.pyust_path = overhead.default_pyust_path(options.python, version)
         if any(mode != "untraced" for mode in options.modes):
             overhead.check_sessiond()
         check_kernel_recording(options.modes, options.pyust_path)

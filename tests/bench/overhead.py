@@ -54,8 +54,9 @@ directories deleted. Needs a reachable lttng-sessiond (as root:
 time would record this benchmark's children too: the script warns about them.
 
 The children run --python (default: this interpreter) with --pyust-path
-prepended to PYTHONPATH (default: the build matching the children's version:
-build/python for 3.11, build-py3.X/python otherwise), e.g.
+prepended to PYTHONPATH (default: the build scripts/setup made for the
+children's interpreter: build/python for Debian's /usr/bin/python3,
+build-pyX.Y/python for any other), e.g.
     overhead.py --python ~/.pyenv/versions/3.12.1/bin/python3
 
 To profile one mode, run a single measurement under a profiler, e.g.
@@ -837,8 +838,9 @@ def parse_args(argv: list) -> argparse.Namespace:
                         help="the interpreter of the measured children (default: this one)")
     parser.add_argument("--pyust-path", default=None, metavar="DIR",
                         help="prepended to the children's PYTHONPATH (default: the build "
-                        "matching the children's version: build/python for 3.11, "
-                        "build-py3.X/python otherwise; '' for none)")
+                        "scripts/setup made for the children's interpreter: build/python for "
+                        "Debian's /usr/bin/python3, build-pyX.Y/python for any other; '' for "
+                        "none)")
     parser.add_argument("--wait-quiet", type=float, default=300, metavar="SECONDS",
                         help="before each pyust run, wait up to this long for other sessions "
                         "recording python:* to end (300); runs they overlap are flagged")
@@ -885,10 +887,12 @@ def interpreter_version(python: str) -> tuple:
     return int(major), int(minor)
 
 
-def default_pyust_path(version: tuple) -> str:
-    """The build of pyust for this interpreter version: build/python for 3.11,
-    build-py3.X/python otherwise ('' when there is none)."""
-    build = "build" if version == (3, 11) else f"build-py{version[0]}.{version[1]}"
+def default_pyust_path(python: str, version: tuple) -> str:
+    """The build of pyust for this interpreter, named as scripts/setup names it:
+    build/python for Debian's /usr/bin/python3, build-pyX.Y/python for any other
+    (pyenv's 3.11.7 too) ('' when there is none)."""
+    is_debians = os.path.realpath(python) == os.path.realpath("/usr/bin/python3")
+    build = "build" if is_debians else f"build-py{version[0]}.{version[1]}"
     path = os.path.join(REPO, build, "python")
     return path if os.path.isdir(path) else ""
 
@@ -907,7 +911,7 @@ def main(argv: list) -> int:
     try:
         version = interpreter_version(options.python)
         if options.pyust_path is None:
-            options.pyust_path = default_pyust_path(version)
+            options.pyust_path = default_pyust_path(options.python, version)
             if not options.pyust_path and any(m.startswith("pyust") for m in options.modes):
                 print(f"warning: no build of pyust for Python {version[0]}.{version[1]} in "
                       f"{REPO}; the children import pyust from their own path",
