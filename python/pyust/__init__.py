@@ -137,7 +137,9 @@ def _wrap_thread_bootstrap() -> None:
         native = _hook
         if native is not None and native.is_active():
             try:
-                native.attach_current_thread(self.name)
+                # _name, not the name property: on the eval-frame back end
+                # the property's call would be traced.
+                native.attach_current_thread(self._name)
             except Exception:  # never let the tracer break the thread it traces
                 pass
             _greenlet.enter_thread()

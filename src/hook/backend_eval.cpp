@@ -99,11 +99,32 @@ void close_returned(_PyInterpreterFrame* top) noexcept
         s_announcer = nullptr;
 }
 
+// Whether the default evaluator will refuse the frame with a RecursionError
+// before it runs (its entry check, _Py_EnterRecursiveCallTstate): a profile
+// function never sees such a frame.
+inline bool will_overflow(const PyThreadState* tstate) noexcept
+{
+    const int remaining = tstate->recursion_remaining;
+    return remaining <= 0 && tstate->recursion_headroom == 0 &&
+           tstate->recursion_limit - remaining + 1 >= Py_GetRecursionLimit();
+}
+
+// Frames a profile function would not see: a generator's creation, which runs
+// only as far as RETURN_GENERATOR; code run while the interpreter holds its
+// tracing off (audit hooks, Python-level trace and profile functions); and a
+// frame refused for recursion.
+inline bool is_unseen(PyThreadState* tstate, _PyInterpreterFrame* frame) noexcept
+{
+    return ((frame->f_code->co_flags & k_generator_kinds) != 0 &&
+            frame->owner == FRAME_OWNED_BY_THREAD) ||
+           tstate->tracing != 0 || will_overflow(tstate);
+}
+
 PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag)
 {
+    if (is_unseen(tstate, frame))
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     PyCodeObject* code = frame->f_code;
-    if ((code->co_flags & k_generator_kinds) != 0 && frame->owner == FRAME_OWNED_BY_THREAD)
-        return _PyEval_EvalFrameDefault(tstate, frame, throwflag); // a generator's creation
     if (is_stack_deep()) {
         // The profile function sees this frame start, and the others return.
         hand_over_to_profile();
@@ -233,8 +254,6 @@ bool is_python_running_elsewhere(PyThreadState* self) noexcept
 
 const char* why_not(const Options& options) noexcept
 {
-    if (!options.fast)
-        return "the standard mode";
     if (options.lines || options.c_calls)
         return "lines or C calls";
     if (const char* forced = std::getenv("PYUST_BACKEND");

@@ -1,9 +1,9 @@
-// The fast mode's back end on CPython 3.11: a frame-evaluation function
+// A back end for CPython 3.11: a frame-evaluation function
 // (PEP 523) that wraps each Python frame the interpreter evaluates, where a
 // profile function would put the whole interpreter on its slower tracing path
 // (tests/bench/OVERHEAD.md, "The floor under every profile hook"). It serves
 // calls and returns only; backend_profile.cpp chooses it, and falls back to
-// itself, for lines, C calls, a taken slot and the rest (can_serve()).
+// itself, for lines, C calls, a taken slot and the rest (why_not()).
 #pragma once
 
 #include "python_compat.hpp"
@@ -21,7 +21,7 @@
 namespace pyust::hook::eval_frame {
 
 // Why this back end cannot serve a start() with these options right now, or
-// nullptr when it can: the fast mode without lines or C calls; no
+// nullptr when it can: no lines and no C calls (either mode); no
 // PYUST_BACKEND=setprofile; the interpreter's frame-evaluation slot free; no
 // other thread running Python code (this back end sees frames as they start:
 // it announces only the caller's stack); and the interpreter calling the

@@ -1,6 +1,7 @@
-"""The fast mode on CPython 3.11 runs on a frame-evaluation function (PEP 523) when the
-interpreter calls it for every Python call: it must record exactly what a profile function
-sees, whichever back end the interpreter under test gets (python:process says which). The
+"""On CPython 3.11 pyust traces through a frame-evaluation function (PEP 523) when the
+interpreter calls it for every Python call (without lines or C calls): it must record exactly
+what a profile function sees, in both modes, whichever back end the interpreter under test gets
+(python:process says which). The
 cases are those where the two kinds of hook differ: a generator's creation (evaluated, not
 profiled), frames already running at start() (never evaluated by the function), frames
 still running on other threads at stop(), and a warmed __getitem__ (which some 3.11
@@ -11,9 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from lttng_harness import FAST, assert_balanced, child_env, run_hooked, run_plain
-
-FAST_FLAGS = [] if FAST else ["--fast"]  # run_hooked adds --fast in the fast-mode pass
+from lttng_harness import assert_balanced, child_env, run_hooked, run_plain
 
 # Every kind of frame entry: plain and recursive calls, methods, properties, a warmed
 # __getitem__ and __getattr__, generators driven by for/next/send/throw/close, yield from,
@@ -121,16 +120,16 @@ def _calls_by_function(trace, program: str) -> Counter:
     return counts
 
 
-def test_the_fast_mode_records_every_call_a_profile_function_sees(session, make_program):
+def test_every_call_a_profile_function_sees_is_recorded(session, make_program):
     program = make_program(EVERY_ENTRY)
     reference = make_program(REFERENCE, name="reference.py")
     untraced = run_plain([reference, program])
     assert untraced.returncode == 0, untraced.stderr
     expected = json.loads(untraced.stdout.splitlines()[-1])
-    result = run_hooked([program], flags=FAST_FLAGS)
+    result = run_hooked([program])
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == untraced.stdout.splitlines()[0]
-    trace = session.read(expand=True)
+    trace = session.read()
     backend = _backend(trace)
     assert dict(_calls_by_function(trace, program)) == expected, backend
     assert sum(expected.values()) > 3000
@@ -141,18 +140,23 @@ def test_the_fast_mode_records_every_call_a_profile_function_sees(session, make_
     unwinds = Counter(codes[e["fields"]["id"]]["qualname"] for e in trace.of("python:return")
                       if e["fields"]["unwind"] == 1)
     assert unwinds["fails"] == 2 * 3 * 5, backend
+    # pyust's own start of a thread calls nothing of the program's or threading's.
+    assert not [e for e in trace.of("python:call")
+                if codes[e["fields"]["id"]]["qualname"] == "Thread.name"], backend
 
 
 # pyust.start() inside a function that returns before stop(): its frame was announced
 # at start() and returns outside the hook's sight on the eval-frame back end.
 STARTED_INSIDE = """\
-import pyust
+import os, pyust
+
+FAST = os.environ.get("PYUST_TEST_FAST") == "1"  # the mode of the test pass
 
 def leaf(i):
     return i
 
 def begin():
-    pyust.start(fast=True, dormant=False)
+    pyust.start(fast=FAST, dormant=False)
     leaf(1)
 
 def later():
@@ -171,7 +175,7 @@ def test_frames_running_at_start_return_in_order(session, make_program):
     program = make_program(STARTED_INSIDE)
     result = run_plain([program], env=child_env())
     assert result.returncode == 0, result.stderr
-    trace = session.read(expand=True)
+    trace = session.read()
     # <module>, main and begin were running: announced as calls. begin's return comes
     # before later's call; main and <module> are closed by stop().
     flow = trace.program_flow(program)
@@ -188,7 +192,9 @@ def test_frames_running_at_start_return_in_order(session, make_program):
 # stop() while another thread, started under the hook, is inside a traced call: that
 # thread's frames are closed at its next event, and nothing it does afterwards is recorded.
 STOPPED_WHILE_RUNNING = """\
-import threading, pyust
+import os, threading, pyust
+
+FAST = os.environ.get("PYUST_TEST_FAST") == "1"
 
 go_on = threading.Event()
 inside = threading.Event()
@@ -205,7 +211,7 @@ def run():
     waiting()
     after()
 
-pyust.start(fast=True, dormant=False)
+pyust.start(fast=FAST, dormant=False)
 thread = threading.Thread(target=run)
 thread.start()
 inside.wait()
@@ -219,7 +225,7 @@ def test_a_thread_inside_a_call_at_stop_is_closed(session, make_program):
     program = make_program(STOPPED_WHILE_RUNNING)
     result = run_plain([program], env=child_env())
     assert result.returncode == 0, result.stderr
-    trace = session.read(expand=True)
+    trace = session.read()
     threads = trace.threads()
     main_pid = min(vpid for vpid, _ in threads)
     (other,) = [events for (vpid, vtid), events in threads.items() if vtid != main_pid]
@@ -248,9 +254,9 @@ print(down(30000))
 
 def test_a_deep_recursion_runs_as_untraced(session, make_program):
     program = make_program(DEEP_RECURSION)
-    result = run_hooked([program], flags=FAST_FLAGS)
+    result = run_hooked([program])
     assert (result.returncode, result.stdout) == (0, "30000\n"), result.stderr
-    trace = session.read(expand=True)
+    trace = session.read()
     codes = trace.codes
     downs = [e for e in trace.of("python:call") if codes[e["fields"]["id"]]["qualname"] == "down"]
     assert len(downs) == 30001
@@ -258,3 +264,64 @@ def test_a_deep_recursion_runs_as_untraced(session, make_program):
         assert_balanced(trace, events)
     backends = [e["fields"]["backend"] for e in trace.of("python:process")]
     assert backends in (["setprofile"], ["monitoring"], ["eval-frame", "setprofile"]), backends
+
+
+# Frames a profile function never sees: calls refused by the recursion limit (the default
+# evaluator refuses them before they run), and a Python audit hook (run with tracing held
+# off). The program counts the entries that ran; the base depth differs between runs.
+UNSEEN = """\
+import sys
+
+entered = 0
+
+def depth():
+    frame, n = sys._getframe(), 0
+    while frame:
+        frame, n = frame.f_back, n + 1
+    return n
+
+def f():
+    global entered
+    entered += 1
+    f()
+
+def tree():
+    global entered
+    entered += 1
+    try:
+        tree()
+    except RecursionError:
+        tree()
+
+def hook(event, args):
+    pass
+
+limit = sys.getrecursionlimit()
+sys.setrecursionlimit(depth() + 10)
+for run in (f, tree):
+    try:
+        run()
+    except RecursionError:
+        pass
+sys.setrecursionlimit(limit)
+sys.addaudithook(hook)
+for _ in range(5):
+    compile("1", "<audited>", "exec")
+print(entered)
+"""
+
+
+def test_frames_a_profile_function_never_sees_are_not_recorded(session, make_program):
+    program = make_program(UNSEEN)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    entered = int(result.stdout)
+    assert entered > 100  # tree retried each refused call
+    trace = session.read()
+    codes = trace.codes
+    calls = Counter(codes[e["fields"]["id"]]["qualname"] for e in trace.of("python:call")
+                    if codes[e["fields"]["id"]]["file"] == program)
+    assert calls["f"] + calls["tree"] == entered, _backend(trace)
+    assert calls["hook"] == 0, _backend(trace)
+    for events in trace.threads().values():
+        assert_balanced(trace, events)
