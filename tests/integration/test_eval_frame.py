@@ -190,7 +190,8 @@ def test_frames_running_at_start_return_in_order(session, make_program):
 
 
 # stop() while another thread, started under the hook, is inside a traced call: that
-# thread's frames are closed at its next event, and nothing it does afterwards is recorded.
+# thread's frames are closed at its next event (up to 3.11), and nothing it does afterwards
+# is recorded.
 STOPPED_WHILE_RUNNING = """\
 import os, threading, pyust
 
@@ -230,6 +231,13 @@ def test_a_thread_inside_a_call_at_stop_is_closed(session, make_program):
     main_pid = min(vpid for vpid, _ in threads)
     (other,) = [events for (vpid, vtid), events in threads.items() if vtid != main_pid]
     names = [(kind, name) for kind, name, *_ in trace.program_flow(program, other)]
+    if _backend(trace) == "monitoring":
+        # sys.monitoring has no callback of a thread's own to close it with: its frames stay
+        # open in the trace, and nothing after stop() is recorded (README, "Supported
+        # interpreters and back ends").
+        assert names == [("call", "run"), ("call", "waiting")]
+        assert_balanced(trace, threads[(main_pid, main_pid)])
+        return
     assert names == [("call", "run"), ("call", "waiting"), ("return", "waiting"),
                      ("return", "run")], _backend(trace)
     for events in threads.values():
