@@ -197,10 +197,9 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     # Everything Python-level happens before the hook goes on, so that none
     # of pyust's own calls lands in the trace.
     names = [(t.native_id, t.name) for t in threading.enumerate() if t.native_id is not None]
-    # Up to 3.11 each new thread moves itself onto the C hook; sys.monitoring
-    # (3.12+) covers every thread by itself.
-    if native.backend() == "setprofile":
-        _wrap_thread_bootstrap()
+    # Each new thread names itself, and up to 3.11 moves itself onto the C
+    # hook (sys.monitoring and the eval-frame function cover every thread).
+    _wrap_thread_bootstrap()
     native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
                  include=include, exclude=excluded, dormant=dormant, fast=fast,
                  command=_command or [], hidden_dir=_hidden_dir)

@@ -1,5 +1,5 @@
 // The frame-evaluation back end (see backend_eval.hpp). With a frame-evaluation
-// function set, CPython 3.11 evaluates every Python frame through it: calls,
+// function set, CPython (3.11 on) evaluates every Python frame through it: calls,
 // generator resumptions and throws, and a generator's creation, which runs the
 // new frame only as far as RETURN_GENERATOR (no profiler sees it: skipped
 // here). The function emits the call, evaluates the frame with the default
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -24,7 +25,11 @@
 #include <pthread.h>
 
 #define Py_BUILD_CORE 1
+#if PY_VERSION_HEX >= 0x030E0000
+#include "internal/pycore_interpframe.h"
+#else
 #include "internal/pycore_frame.h"
+#endif
 #undef Py_BUILD_CORE
 
 #include "core.hpp"
@@ -34,10 +39,48 @@ namespace {
 
 constexpr int k_generator_kinds = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR;
 
+// What moved between releases: the frame's code (f_code up to 3.12, then
+// f_executable), the thread's innermost frame (in cframe up to 3.12), and the
+// recursion counters (one up to 3.11, then a Python and a C one; 3.14 measures
+// the C stack instead of counting).
+inline PyCodeObject* code_of(_PyInterpreterFrame* frame) noexcept
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyFrame_GetCode(frame);
+#else
+    return frame->f_code;
+#endif
+}
+
+// Whether a frame on a thread's chain is a Python function's, past its set-up:
+// from 3.12 the chain also holds the evaluator's own entry frames (owned by
+// the C stack, or the interpreter on 3.14), whose other fields are not set.
+inline bool is_complete(_PyInterpreterFrame* frame) noexcept
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    if (frame->owner >= FRAME_OWNED_BY_INTERPRETER)
+        return false;
+#elif PY_VERSION_HEX >= 0x030C0000
+    if (frame->owner == FRAME_OWNED_BY_CSTACK)
+        return false;
+#endif
+    return !_PyFrame_IsIncomplete(frame);
+}
+
+inline _PyInterpreterFrame* innermost_frame(PyThreadState* tstate) noexcept
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return tstate->current_frame;
+#else
+    return tstate->cframe != nullptr ? tstate->cframe->current_frame : nullptr;
+#endif
+}
+
 // Bumped by every install() and uninstall() (GIL): a frame's return is emitted
 // only when the epoch of its call still holds, so frames still on a C stack
 // after stop() or a new start() stay silent.
 std::uint64_t s_epoch = 1;
+bool s_is_chosen = false;
 bool s_is_installed = false;
 
 // The traced frames the thread that installed the function was running,
@@ -100,13 +143,37 @@ void close_returned(_PyInterpreterFrame* top) noexcept
 }
 
 // Whether the default evaluator will refuse the frame with a RecursionError
-// before it runs (its entry check, _Py_EnterRecursiveCallTstate): a profile
-// function never sees such a frame.
+// before it runs (its entry check: _Py_EnterRecursiveCallTstate on 3.11,
+// _Py_EnterRecursivePy from 3.12): a profiler never sees such a frame.
 inline bool will_overflow(const PyThreadState* tstate) noexcept
 {
+#if PY_VERSION_HEX >= 0x030C0000
+    return tstate->py_recursion_remaining <= 0 && tstate->recursion_headroom == 0;
+#else
     const int remaining = tstate->recursion_remaining;
     return remaining <= 0 && tstate->recursion_headroom == 0 &&
            tstate->recursion_limit - remaining + 1 >= Py_GetRecursionLimit();
+#endif
+}
+
+// 3.12 and 3.13 also count C recursion, and every frame the default evaluator
+// enters from C takes from that count (which 3.11 does not have and 3.14
+// replaces with the stack measure above): a recursion the interpreter runs
+// inline untraced would meet the C limit (1,500 on 3.12.1) under the
+// function. Half of it used counts as deep.
+#if PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
+constexpr int k_c_recursion_deep = Py_C_RECURSION_LIMIT / 2;
+#elif PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+constexpr int k_c_recursion_deep = C_RECURSION_LIMIT / 2;
+#endif
+
+inline bool is_recursion_deep([[maybe_unused]] const PyThreadState* tstate) noexcept
+{
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030E0000
+    return tstate->c_recursion_remaining < k_c_recursion_deep || is_stack_deep();
+#else
+    return is_stack_deep();
+#endif
 }
 
 // Frames a profile function would not see: a generator's creation, which runs
@@ -115,7 +182,7 @@ inline bool will_overflow(const PyThreadState* tstate) noexcept
 // frame refused for recursion.
 inline bool is_unseen(PyThreadState* tstate, _PyInterpreterFrame* frame) noexcept
 {
-    return ((frame->f_code->co_flags & k_generator_kinds) != 0 &&
+    return ((code_of(frame)->co_flags & k_generator_kinds) != 0 &&
             frame->owner == FRAME_OWNED_BY_THREAD) ||
            tstate->tracing != 0 || will_overflow(tstate);
 }
@@ -124,17 +191,17 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
 {
     if (is_unseen(tstate, frame))
         return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
-    PyCodeObject* code = frame->f_code;
-    if (is_stack_deep()) {
-        // The profile function sees this frame start, and the others return.
-        hand_over_to_profile();
+    PyCodeObject* code = code_of(frame);
+    if (is_recursion_deep(tstate)) {
+        // The profiler sees this frame start, and the others return.
+        hand_over();
         return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }
     const std::uint64_t epoch = s_epoch;
     const bool is_announcer = tstate == s_announcer && tstate->id == s_announcer_id;
     if (is_announcer) {
         if (s_announcer_depth == 0)
-            close_returned(tstate->cframe->current_frame); // the caller's stack
+            close_returned(innermost_frame(tstate)); // the caller's stack
         ++s_announcer_depth;
     }
     const CodeInfo* info = info_for_code_in(code, frame->f_globals);
@@ -155,44 +222,66 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
 
 // ------------------------------------------------------------------- probe
 //
-// Whether the interpreter calls the function for every Python-to-Python call:
-// a __getitem__ and a plain function called 1,000 times each in a loop that
-// warms up (specialises) meanwhile, counted by a function that only counts.
+// Whether the interpreter calls the function for every Python frame it
+// enters: each way in that a specialised instruction can take inline (calls
+// plain, by keyword, with defaults and of a method, a __getitem__, a property,
+// a __getattribute__, a class's __init__, a generator driven by `for` and by
+// `yield from`), 1,000 times in a loop that warms up (specialises)
+// meanwhile, counted by a function that only counts. Debian 12's 3.11.2
+// enters a warmed __getitem__ inline, pyenv's 3.13.0 a warmed __init__.
 
 const char* const k_probe_source = "class Probe:\n"
+                                   "    def __init__(self):\n"
+                                   "        pass\n"
                                    "    def __getitem__(self, key):\n"
                                    "        return key\n"
-                                   "def probed(x):\n"
+                                   "    @property\n"
+                                   "    def value(self):\n"
+                                   "        return 1\n"
+                                   "    def method(self, x):\n"
+                                   "        return x\n"
+                                   "class Hidden:\n"
+                                   "    def __getattribute__(self, name):\n"
+                                   "        return 1\n"
+                                   "def probed(x, y=0):\n"
                                    "    return x\n"
+                                   "def generate(n):\n"
+                                   "    for i in range(n):\n"
+                                   "        yield i\n"
+                                   "def delegate(n):\n"
+                                   "    yield from generate(n)\n"
                                    "def run(n):\n"
                                    "    probe = Probe()\n"
+                                   "    hidden = Hidden()\n"
                                    "    for i in range(n):\n"
                                    "        probe[i]\n"
-                                   "        probed(i)\n";
+                                   "        probed(i)\n"
+                                   "        probed(x=i)\n"
+                                   "        probed(i, 1)\n"
+                                   "        probe.value\n"
+                                   "        probe.method(i)\n"
+                                   "        hidden.anything\n"
+                                   "        Probe()\n"
+                                   "    for i in generate(n):\n"
+                                   "        pass\n"
+                                   "    for i in delegate(n):\n"
+                                   "        pass\n";
 constexpr long k_probe_calls = 1000;
+// run, its first Probe(), 8 entries an iteration; generate's creation and
+// n + 1 resumptions; delegate's the same, each also resuming generate's
+// (created once more).
+constexpr long k_probe_entries =
+    2 + 8 * k_probe_calls + (k_probe_calls + 2) + 2 * (k_probe_calls + 2);
 
-PyObject* s_probed_codes[2] = {nullptr, nullptr};
+const char* const k_probe_file = "<pyust probe>";
+PyObject* s_probe_file = nullptr; // the probe's code objects' co_filename
 long s_probed_entries = 0;
 
 PyObject* count_entries(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag)
 {
-    const auto* code = reinterpret_cast<PyObject*>(frame->f_code);
-    if (code == s_probed_codes[0] || code == s_probed_codes[1])
+    if (code_of(frame)->co_filename == s_probe_file)
         ++s_probed_entries;
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
-}
-
-// A new reference to globals[name].attribute (or to globals[name] with no attribute).
-PyObject* lookup(PyObject* globals, const char* name, const char* attribute) noexcept
-{
-    PyObject* object = PyDict_GetItemString(globals, name); // borrowed
-    if (object == nullptr)
-        return nullptr;
-    if (attribute == nullptr) {
-        Py_INCREF(object);
-        return object;
-    }
-    return PyObject_GetAttrString(object, attribute);
 }
 
 bool run_probe() noexcept
@@ -206,27 +295,25 @@ bool run_probe() noexcept
         return false;
     }
     bool is_exact = false;
-    PyObject* done = PyRun_String(k_probe_source, Py_file_input, globals, globals);
-    PyObject* getitem = lookup(globals, "Probe", "__getitem__");
-    PyObject* probed = lookup(globals, "probed", nullptr);
-    PyObject* run = lookup(globals, "run", nullptr);
-    PyObject* codes[2] = {getitem != nullptr ? PyObject_GetAttrString(getitem, "__code__")
-                                             : nullptr,
-                          probed != nullptr ? PyObject_GetAttrString(probed, "__code__") : nullptr};
-    if (done != nullptr && run != nullptr && codes[0] != nullptr && codes[1] != nullptr) {
+    PyObject* code = Py_CompileString(k_probe_source, k_probe_file, Py_file_input);
+    PyObject* done = code != nullptr ? PyEval_EvalCode(code, globals, globals) : nullptr;
+    PyObject* run = PyDict_GetItemString(globals, "run"); // borrowed
+    if (done != nullptr && run != nullptr) {
         PyInterpreterState* interp = PyInterpreterState_Get();
-        s_probed_codes[0] = codes[0];
-        s_probed_codes[1] = codes[1];
+        s_probe_file = reinterpret_cast<PyCodeObject*>(code)->co_filename;
         s_probed_entries = 0;
         _PyInterpreterState_SetEvalFrameFunc(interp, count_entries);
         PyObject* ran = PyObject_CallFunction(run, "l", k_probe_calls);
         _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
-        is_exact = ran != nullptr && s_probed_entries == 2 * k_probe_calls;
+        is_exact = ran != nullptr && s_probed_entries == k_probe_entries;
+        if (std::getenv("PYUST_DEBUG_PROBE") != nullptr)
+            std::fprintf(stderr, "pyust: probe: %ld entries of %ld\n", s_probed_entries,
+                         k_probe_entries);
         Py_XDECREF(ran);
-        s_probed_codes[0] = s_probed_codes[1] = nullptr;
+        s_probe_file = nullptr;
     }
-    for (PyObject* object : {done, getitem, probed, run, codes[0], codes[1]})
-        Py_XDECREF(object);
+    Py_XDECREF(done);
+    Py_XDECREF(code);
     PyDict_Clear(globals); // the functions and the class refer back to it
     Py_DECREF(globals);
     PyErr_Clear();
@@ -244,7 +331,7 @@ bool is_python_running_elsewhere(PyThreadState* self) noexcept
     PyInterpreterState* interp = PyThreadState_GetInterpreter(self);
     for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t != nullptr;
          t = PyThreadState_Next(t)) {
-        if (t != self && t->cframe != nullptr && t->cframe->current_frame != nullptr)
+        if (t != self && innermost_frame(t) != nullptr)
             return true;
     }
     return false;
@@ -256,9 +343,11 @@ const char* why_not(const Options& options) noexcept
 {
     if (options.lines || options.c_calls)
         return "lines or C calls";
+    // PYUST_BACKEND=setprofile (3.11) or monitoring (3.12 on) keeps the
+    // version's own back end.
     if (const char* forced = std::getenv("PYUST_BACKEND");
-        forced != nullptr && std::strcmp(forced, "setprofile") == 0)
-        return "PYUST_BACKEND=setprofile";
+        forced != nullptr && *forced != '\0' && std::strcmp(forced, "eval-frame") != 0)
+        return "PYUST_BACKEND names another back end";
     PyThreadState* self = PyThreadState_Get();
     if (_PyInterpreterState_GetEvalFrameFunc(PyThreadState_GetInterpreter(self)) !=
         _PyEval_EvalFrameDefault)
@@ -270,17 +359,30 @@ const char* why_not(const Options& options) noexcept
     return nullptr;
 }
 
-void install() noexcept
+void choose(const Options& options) noexcept
 {
+    s_is_chosen = why_not(options) == nullptr;
+}
+
+bool is_chosen() noexcept
+{
+    return s_is_chosen;
+}
+
+bool install_if_chosen(bool is_caller_announced) noexcept
+{
+    s_is_chosen = s_is_chosen && is_caller_announced;
+    if (!s_is_chosen)
+        return false;
     ++s_epoch;
     PyThreadState* self = PyThreadState_Get();
     s_announced.clear();
     s_announcer_depth = 0;
     try {
-        for (_PyInterpreterFrame* f = self->cframe->current_frame; f != nullptr; f = f->previous) {
-            if (_PyFrame_IsIncomplete(f))
+        for (_PyInterpreterFrame* f = innermost_frame(self); f != nullptr; f = f->previous) {
+            if (!is_complete(f))
                 continue;
-            const CodeInfo* info = info_for_code_in(f->f_code, f->f_globals);
+            const CodeInfo* info = info_for_code_in(code_of(f), f->f_globals);
             if (is_traced(info))
                 s_announced.push_back({f, info});
         }
@@ -292,6 +394,7 @@ void install() noexcept
     s_announcer_id = self->id;
     _PyInterpreterState_SetEvalFrameFunc(PyThreadState_GetInterpreter(self), evaluate);
     s_is_installed = true;
+    return true;
 }
 
 void uninstall(bool close_stacks) noexcept
@@ -305,7 +408,7 @@ void uninstall(bool close_stacks) noexcept
     ++s_epoch;
     s_is_installed = false;
     if (close_stacks && self == s_announcer && self->id == s_announcer_id)
-        close_returned(self->cframe->current_frame);
+        close_returned(innermost_frame(self));
     s_announced.clear();
     s_announcer = nullptr;
 }
@@ -313,6 +416,16 @@ void uninstall(bool close_stacks) noexcept
 bool is_installed() noexcept
 {
     return s_is_installed;
+}
+
+void hand_over() noexcept
+{
+    compat::SavedError saved; // a frame entered to have an exception thrown in
+    uninstall(true);
+    s_is_chosen = false;
+    take_over();
+    PyErr_Clear();
+    emit_process();
 }
 
 } // namespace pyust::hook::eval_frame

@@ -1,14 +1,18 @@
-// A back end for CPython 3.11: a frame-evaluation function
-// (PEP 523) that wraps each Python frame the interpreter evaluates, where a
-// profile function would put the whole interpreter on its slower tracing path
+// A back end for CPython 3.11 on: a frame-evaluation function (PEP 523) that
+// wraps each Python frame the interpreter evaluates, where a profile function
+// would put the whole interpreter on its slower tracing path (3.11), and
+// sys.monitoring calls a Python-callable object twice per frame (3.12 on)
 // (tests/bench/OVERHEAD.md, "The floor under every profile hook"). It serves
-// calls and returns only; backend_profile.cpp chooses it, and falls back to
-// itself, for lines, C calls, a taken slot and the rest (why_not()).
+// calls and returns only; the version's own back end (backend_profile.cpp up
+// to 3.11, backend_monitoring.cpp from 3.12) chooses it, and serves itself for
+// lines, C calls, a taken slot and the rest (why_not()).
 #pragma once
 
 #include "python_compat.hpp"
 
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+// Free-threaded builds are left out: the function keeps process-wide state
+// under the GIL.
+#if PY_VERSION_HEX >= 0x030B0000 && !defined(Py_GIL_DISABLED)
 #define PYUST_HAS_EVAL_BACKEND 1
 #else
 #define PYUST_HAS_EVAL_BACKEND 0
@@ -29,8 +33,17 @@ namespace pyust::hook::eval_frame {
 // process (Debian 12's 3.11.2 enters a warmed __getitem__ without it).
 const char* why_not(const Options& options) noexcept;
 
-// Puts the function in. The caller's stack was announced (core.cpp's start()).
-void install() noexcept;
+// Chooses this back end for the start() being made, or not (why_not()).
+void choose(const Options& options) noexcept;
+
+// Whether the start runs on it (python:process then says "eval-frame").
+bool is_chosen() noexcept;
+
+// Puts the function in if it was chosen and the caller's stack was announced
+// (core.cpp's start()); a session waking a dormant hook keeps the version's
+// own back end: every thread runs Python code then, whose stacks only that
+// back end's callbacks can announce. Whether it did.
+bool install_if_chosen(bool is_caller_announced) noexcept;
 
 // Takes it out. Frames still on the C stack no longer emit. With
 // close_stacks, the frames the calling thread announced that have returned
@@ -39,14 +52,34 @@ void uninstall(bool close_stacks) noexcept;
 
 bool is_installed() noexcept;
 
-// Puts every thread on the profile function, as if it had been there since
-// start(), and says so in a python:process event (backend_profile.cpp). The
-// function calls it when a thread's C stack runs deep: with it in, each Python
-// call nests a C call, where the interpreter would otherwise run it in the
-// caller's C frame, so a recursion the program runs untraced could overflow
-// the C stack.
-void hand_over_to_profile() noexcept;
+// Puts every thread on the version's own back end, as if it had been there
+// since start(), and says so in a python:process event. The function calls it
+// when a thread's C stack or C recursion count runs deep: with it in, each
+// Python call nests a C call, where the interpreter would otherwise run it in
+// the caller's C frame, so a recursion the program runs untraced could
+// overflow the C stack or meet 3.12's and 3.13's C recursion limit.
+void hand_over() noexcept;
+
+// The version's own back end's part of hand_over(), defined by that back end
+// (backend_profile.cpp, backend_monitoring.cpp): its hooks in, for every
+// thread, with every running frame counted as announced.
+void take_over() noexcept;
 
 } // namespace pyust::hook::eval_frame
 
 #endif // PYUST_HAS_EVAL_BACKEND
+
+namespace pyust::hook::eval_frame {
+
+// The name python:process reports: "eval-frame" when the function serves the
+// start, else the version's own back end's (own).
+inline const char* name_or(const char* own) noexcept
+{
+#if PYUST_HAS_EVAL_BACKEND
+    return is_chosen() ? "eval-frame" : own;
+#else
+    return own;
+#endif
+}
+
+} // namespace pyust::hook::eval_frame

@@ -11,12 +11,18 @@
 // setprofile: each thread instead keeps, in a thread-local word, the tracing
 // generation it was announced in; its first event of a new generation
 // announces its stack and names it.
+//
+// Where it can (backend_eval.hpp), a start without lines or C calls runs on
+// the frame-evaluation function instead, which hands over to sys.monitoring
+// when a thread's recursion runs deep.
 #include "python_compat.hpp"
 
 #if !PYUST_HAS_PER_THREAD_SETTERS
 
+#include <cstdio>
 #include <string>
 
+#include "backend_eval.hpp"
 #include "core.hpp"
 
 namespace pyust::hook {
@@ -50,6 +56,10 @@ struct Monitoring {
 };
 
 Monitoring m;
+
+// The generation in which every thread's stack is in the trace already: the
+// frame-evaluation function handed over to sys.monitoring during it.
+std::uint32_t s_handed_over_generation = 0;
 
 // The generation this thread was announced in, and whether it is named (or
 // pyust gave up: a thread threading does not know, after k_naming_attempts).
@@ -111,7 +121,9 @@ bool name_current_thread() noexcept
 // stack (once), and name it (as soon as threading knows it).
 void begin_thread(PyCodeObject* entering) noexcept
 {
-    if (t_generation != s_state.generation) {
+    if (t_generation != s_state.generation && s_state.generation == s_handed_over_generation) {
+        t_generation = s_state.generation;
+    } else if (t_generation != s_state.generation) {
         t_generation = s_state.generation;
         PyFrameObject* frame = PyEval_GetFrame(); // borrowed
         bool is_entering = false;
@@ -317,24 +329,8 @@ long event_mask() noexcept
     return mask;
 }
 
-} // namespace
-
-namespace backend {
-
-const char* name() noexcept
-{
-    return "monitoring";
-}
-
-void check_free()
-{
-    load();
-    if (free_tool_id() < 0)
-        throw TracerError("Cannot start tracing: every sys.monitoring tool id (0-5) is taken "
-                          "by other tools (debuggers, profilers, coverage); stop one first");
-}
-
-void install(bool is_caller_announced)
+// Takes a tool id and turns the events on. Throws TracerError.
+void install_monitoring(bool is_caller_announced)
 {
     load();
     m.tool = free_tool_id();
@@ -352,13 +348,68 @@ void install(bool is_caller_announced)
         t_generation = s_state.generation;
     is_ok = is_ok && call_ok(call_monitoring("set_events", "(il)", m.tool, event_mask()));
     if (!is_ok) {
-        uninstall(false);
+        backend::uninstall(false);
         throw TracerError("Cannot start tracing: sys.monitoring refused pyust's callbacks");
     }
 }
 
-void uninstall(bool) noexcept
+} // namespace
+
+#if PYUST_HAS_EVAL_BACKEND
+// Every frame running now was announced or entered under the function: the
+// events go on with every thread counted as announced in this generation, so
+// the open frames get their returns from sys.monitoring.
+void eval_frame::take_over() noexcept
 {
+    s_handed_over_generation = s_state.generation;
+    try {
+        install_monitoring(true);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "pyust: warning: %s; tracing ends here\n", error.what());
+    }
+}
+#endif
+
+namespace backend {
+
+const char* name() noexcept
+{
+    return eval_frame::name_or("monitoring");
+}
+
+void check_free()
+{
+    load();
+    // Also with the frame-evaluation function: it may hand over.
+    if (free_tool_id() < 0)
+        throw TracerError("Cannot start tracing: every sys.monitoring tool id (0-5) is taken "
+                          "by other tools (debuggers, profilers, coverage); stop one first");
+#if PYUST_HAS_EVAL_BACKEND
+    eval_frame::choose(s_state.options);
+#endif
+}
+
+void install(bool is_caller_announced)
+{
+#if PYUST_HAS_EVAL_BACKEND
+    if (eval_frame::install_if_chosen(is_caller_announced))
+        return;
+#endif
+    install_monitoring(is_caller_announced);
+}
+
+void uninstall(bool close_stacks) noexcept
+{
+#if PYUST_HAS_EVAL_BACKEND
+    // Other threads' frames stay open in the trace, as with the events
+    // (there is no callback of their own to close them with).
+    if (eval_frame::is_installed()) {
+        eval_frame::uninstall(close_stacks);
+        return;
+    }
+#else
+    (void)close_stacks;
+#endif
     if (m.tool < 0)
         return;
     call_ok(call_monitoring("set_events", "(il)", m.tool, 0L));
@@ -377,7 +428,9 @@ void uninstall(bool) noexcept
 
 void attach_current_thread() noexcept
 {
-    // Threads announce themselves at their first event (begin_thread).
+    // Threads announce themselves at their first event (begin_thread); this
+    // one was named by the caller (core.cpp, from pyust's thread bootstrap).
+    t_is_named = true;
 }
 
 } // namespace backend

@@ -28,9 +28,6 @@ namespace {
 // True while pyust itself sets profile/trace functions (see audit_hook).
 bool s_is_installing = false;
 
-// Whether the frame-evaluation back end serves the current start().
-bool s_is_eval = false;
-
 // The thread's last frame and its CodeInfo: the lines of a frame and its
 // return usually follow its call with no other event of the thread between,
 // and then skip the code-object lookup. A call or a return replaces the entry,
@@ -265,10 +262,8 @@ void add_audit_hook() noexcept
 // thread gets the steady callbacks, which see those frames return. (A thread
 // whose profile slot another tool took meanwhile, cProfile say, keeps it: its
 // open frames stay open in the trace.)
-void eval_frame::hand_over_to_profile() noexcept
+void eval_frame::take_over() noexcept
 {
-    eval_frame::uninstall(true);
-    s_is_eval = false;
     add_audit_hook();
     s_is_installing = true;
     PyThreadState* self = PyThreadState_Get();
@@ -278,7 +273,6 @@ void eval_frame::hand_over_to_profile() noexcept
             PyErr_Clear();
     }
     s_is_installing = false;
-    emit_process();
 }
 #endif
 
@@ -286,7 +280,7 @@ namespace backend {
 
 const char* name() noexcept
 {
-    return s_is_eval ? "eval-frame" : "setprofile";
+    return eval_frame::name_or("setprofile");
 }
 
 // Another tool (cProfile, a debugger, coverage.py) holds the interpreter's
@@ -302,7 +296,7 @@ void check_free()
                           "(sys.gettrace() is set, e.g. by a debugger or coverage.py); stop "
                           "it first or trace without lines");
 #if PYUST_HAS_EVAL_BACKEND
-    s_is_eval = eval_frame::why_not(s_state.options) == nullptr;
+    eval_frame::choose(s_state.options);
 #endif
 }
 
@@ -310,13 +304,8 @@ void install(bool is_caller_announced)
 {
     add_audit_hook();
 #if PYUST_HAS_EVAL_BACKEND
-    // A session waking a dormant hook: every thread runs Python code, whose
-    // stacks only the profile functions can announce and follow.
-    s_is_eval = s_is_eval && is_caller_announced;
-    if (s_is_eval) {
-        eval_frame::install();
+    if (eval_frame::install_if_chosen(is_caller_announced))
         return;
-    }
 #endif
     if (is_caller_announced)
         install_on_current(false);

@@ -254,7 +254,8 @@ def folded(text: str) -> dict:
 
 
 def backend(python: str) -> str:
-    """The hook back end pyust uses on this interpreter."""
+    """This interpreter's own hook back end; where it can, pyust traces calls and returns
+    through the eval-frame function instead (python:process says which ran)."""
     return "monitoring" if python_version(python) >= (3, 12) else "setprofile"
 
 
