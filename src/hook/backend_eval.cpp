@@ -418,6 +418,12 @@ bool is_installed() noexcept
     return s_is_installed;
 }
 
+bool is_running_frame_of(PyObject* code) noexcept
+{
+    _PyInterpreterFrame* frame = innermost_frame(PyThreadState_Get());
+    return frame != nullptr && reinterpret_cast<PyObject*>(code_of(frame)) == code;
+}
+
 void hand_over() noexcept
 {
     compat::SavedError saved; // a frame entered to have an exception thrown in

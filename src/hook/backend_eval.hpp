@@ -52,6 +52,11 @@ void uninstall(bool close_stacks) noexcept;
 
 bool is_installed() noexcept;
 
+// Whether code is the calling thread's innermost frame's (a sys.monitoring
+// event of a frame the function evaluates, rather than one an extension
+// module reports through the C API while its caller's frame runs).
+bool is_running_frame_of(PyObject* code) noexcept;
+
 // Puts every thread on the version's own back end, as if it had been there
 // since start(), and says so in a python:process event. The function calls it
 // when a thread's C stack or C recursion count runs deep: with it in, each

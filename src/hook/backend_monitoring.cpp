@@ -14,7 +14,13 @@
 //
 // Where it can (backend_eval.hpp), a start without lines or C calls runs on
 // the frame-evaluation function instead, which hands over to sys.monitoring
-// when a thread's recursion runs deep.
+// when a thread's recursion runs deep. The events stay on beside it, for the
+// frames the interpreter does not evaluate: those that extension modules
+// report through the C API (Cython's profile=True functions, from Cython 3.1).
+// A Python frame's first event answers DISABLE (the function records it), so
+// the interpreter soon runs Python code without them. They also make 3.14's
+// close() of a suspended generator run its frame as any tool watching unwinds
+// sees it.
 #include "python_compat.hpp"
 
 #if !PYUST_HAS_PER_THREAD_SETTERS
@@ -58,8 +64,9 @@ struct Monitoring {
 Monitoring m;
 
 // The generation in which every thread's stack is in the trace already: the
-// frame-evaluation function handed over to sys.monitoring during it.
-std::uint32_t s_handed_over_generation = 0;
+// frame-evaluation function serves it, or handed over to sys.monitoring
+// during it.
+std::uint32_t s_announced_generation = 0;
 
 // The generation this thread was announced in, and whether it is named (or
 // pyust gave up: a thread threading does not know, after k_naming_attempts).
@@ -78,6 +85,19 @@ PyObject* disable() noexcept
 {
     Py_INCREF(m.disable);
     return m.disable;
+}
+
+// Whether the event is a Python frame's that the frame-evaluation function
+// records (not an extension module's, reported for a code object of its own
+// while the caller's frame runs).
+inline bool is_evaluated([[maybe_unused]] PyObject* const* args,
+                         [[maybe_unused]] Py_ssize_t nargs) noexcept
+{
+#if PYUST_HAS_EVAL_BACKEND
+    return eval_frame::is_installed() && nargs >= 1 && eval_frame::is_running_frame_of(args[0]);
+#else
+    return false;
+#endif
 }
 
 CodeInfo* code_info(PyObject* const* args, Py_ssize_t nargs) noexcept
@@ -121,7 +141,7 @@ bool name_current_thread() noexcept
 // stack (once), and name it (as soon as threading knows it).
 void begin_thread(PyCodeObject* entering) noexcept
 {
-    if (t_generation != s_state.generation && s_state.generation == s_handed_over_generation) {
+    if (t_generation != s_state.generation && s_state.generation == s_announced_generation) {
         t_generation = s_state.generation;
     } else if (t_generation != s_state.generation) {
         t_generation = s_state.generation;
@@ -154,7 +174,7 @@ bool is_python_callable(PyObject* callable) noexcept
 
 PyObject* on_enter(PyObject* const* args, Py_ssize_t nargs, bool can_disable) noexcept
 {
-    CodeInfo* info = code_info(args, nargs);
+    CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
     if (!is_traced(info))
         return can_disable ? disable() : none();
     ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
@@ -175,7 +195,7 @@ PyObject* on_py_throw(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexce
 
 PyObject* on_py_return(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 {
-    CodeInfo* info = code_info(args, nargs);
+    CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
     if (!is_traced(info))
         return disable();
     ensure_thread(nullptr);
@@ -185,7 +205,7 @@ PyObject* on_py_return(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexc
 
 PyObject* on_py_unwind(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 {
-    CodeInfo* info = code_info(args, nargs);
+    CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
     if (is_traced(info)) {
         ensure_thread(nullptr);
         s_state.emitter->ret(*info, true);
@@ -329,6 +349,8 @@ long event_mask() noexcept
     return mask;
 }
 
+void uninstall_monitoring() noexcept;
+
 // Takes a tool id and turns the events on. Throws TracerError.
 void install_monitoring(bool is_caller_announced)
 {
@@ -348,9 +370,28 @@ void install_monitoring(bool is_caller_announced)
         t_generation = s_state.generation;
     is_ok = is_ok && call_ok(call_monitoring("set_events", "(il)", m.tool, event_mask()));
     if (!is_ok) {
-        backend::uninstall(false);
+        uninstall_monitoring();
         throw TracerError("Cannot start tracing: sys.monitoring refused pyust's callbacks");
     }
+}
+
+// Frees the tool id, if taken. noexcept.
+void uninstall_monitoring() noexcept
+{
+    if (m.tool < 0)
+        return;
+    call_ok(call_monitoring("set_events", "(il)", m.tool, 0L));
+    for (int e = 0; e < event_count; ++e)
+        call_ok(call_monitoring("register_callback", "(ilO)", m.tool, m.bits[e], Py_None));
+    // Where the interpreter has it (3.14), clear_tool_id also drops the tool's local events.
+    if (PyObject_HasAttrString(m.module, "clear_tool_id"))
+        call_ok(call_monitoring("clear_tool_id", "(i)", m.tool));
+    call_ok(call_monitoring("free_tool_id", "(i)", m.tool));
+    // The locations the filter answered DISABLE stay disabled for the id (3.12 to 3.15,
+    // clear_tool_id or not) until events restart: the next tool to take it would miss their
+    // events. Other tools get their own DISABLEd events again, once, as at any restart.
+    call_ok(call_monitoring("restart_events", nullptr));
+    m.tool = -1;
 }
 
 } // namespace
@@ -361,7 +402,8 @@ void install_monitoring(bool is_caller_announced)
 // the open frames get their returns from sys.monitoring.
 void eval_frame::take_over() noexcept
 {
-    s_handed_over_generation = s_state.generation;
+    // Taken again: the Python frames' locations answered DISABLE meanwhile.
+    uninstall_monitoring();
     try {
         install_monitoring(true);
     } catch (const std::exception& error) {
@@ -392,8 +434,16 @@ void check_free()
 void install(bool is_caller_announced)
 {
 #if PYUST_HAS_EVAL_BACKEND
-    if (eval_frame::install_if_chosen(is_caller_announced))
+    if (eval_frame::install_if_chosen(is_caller_announced)) {
+        s_announced_generation = s_state.generation;
+        try {
+            install_monitoring(true);
+        } catch (...) {
+            eval_frame::uninstall(false);
+            throw;
+        }
         return;
+    }
 #endif
     install_monitoring(is_caller_announced);
 }
@@ -401,29 +451,14 @@ void install(bool is_caller_announced)
 void uninstall(bool close_stacks) noexcept
 {
 #if PYUST_HAS_EVAL_BACKEND
-    // Other threads' frames stay open in the trace, as with the events
+    // Other threads' frames stay open in the trace, as with the events alone
     // (there is no callback of their own to close them with).
-    if (eval_frame::is_installed()) {
+    if (eval_frame::is_installed())
         eval_frame::uninstall(close_stacks);
-        return;
-    }
 #else
     (void)close_stacks;
 #endif
-    if (m.tool < 0)
-        return;
-    call_ok(call_monitoring("set_events", "(il)", m.tool, 0L));
-    for (int e = 0; e < event_count; ++e)
-        call_ok(call_monitoring("register_callback", "(ilO)", m.tool, m.bits[e], Py_None));
-    // Where the interpreter has it (3.14), clear_tool_id also drops the tool's local events.
-    if (PyObject_HasAttrString(m.module, "clear_tool_id"))
-        call_ok(call_monitoring("clear_tool_id", "(i)", m.tool));
-    call_ok(call_monitoring("free_tool_id", "(i)", m.tool));
-    // The locations the filter answered DISABLE stay disabled for the id (3.12 to 3.15,
-    // clear_tool_id or not) until events restart: the next tool to take it would miss their
-    // events. Other tools get their own DISABLEd events again, once, as at any restart.
-    call_ok(call_monitoring("restart_events", nullptr));
-    m.tool = -1;
+    uninstall_monitoring();
 }
 
 void attach_current_thread() noexcept
