@@ -24,6 +24,9 @@
 
 #include <pthread.h>
 
+// CPython's internal headers are C: 3.13's use anonymous structs.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
 #define Py_BUILD_CORE 1
 #if PY_VERSION_HEX >= 0x030E0000
 #include "internal/pycore_interpframe.h"
@@ -31,6 +34,7 @@
 #include "internal/pycore_frame.h"
 #endif
 #undef Py_BUILD_CORE
+#pragma GCC diagnostic pop
 
 #include "core.hpp"
 
@@ -100,7 +104,7 @@ std::uint32_t s_announcer_depth = 0;
 // used (0: not known yet; 1: never, its bounds unknown).
 thread_local std::uintptr_t t_deep_below __attribute__((tls_model("initial-exec"))) = 0;
 
-std::uintptr_t deep_stack_bound() noexcept
+[[gnu::cold, gnu::noinline]] std::uintptr_t deep_stack_bound() noexcept
 {
     pthread_attr_t attributes;
     void* lowest = nullptr;
@@ -424,7 +428,7 @@ bool is_running_frame_of(PyObject* code) noexcept
     return frame != nullptr && reinterpret_cast<PyObject*>(code_of(frame)) == code;
 }
 
-void hand_over() noexcept
+[[gnu::cold, gnu::noinline]] void hand_over() noexcept
 {
     compat::SavedError saved; // a frame entered to have an exception thrown in
     uninstall(true);

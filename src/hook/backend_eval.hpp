@@ -63,7 +63,7 @@ bool is_running_frame_of(PyObject* code) noexcept;
 // Python call nests a C call, where the interpreter would otherwise run it in
 // the caller's C frame, so a recursion the program runs untraced could
 // overflow the C stack or meet 3.12's and 3.13's C recursion limit.
-void hand_over() noexcept;
+[[gnu::cold, gnu::noinline]] void hand_over() noexcept;
 
 // The version's own back end's part of hand_over(), defined by that back end
 // (backend_profile.cpp, backend_monitoring.cpp): its hooks in, for every

@@ -461,15 +461,12 @@ CodeInfo* info_for_frame(PyFrameObject* frame) noexcept
     return info;
 }
 
-void check_session() noexcept
+void on_session_change() noexcept
 {
-    const bool is_enabled = s_state.emitter->is_code_enabled();
-    if (is_enabled != s_state.was_code_enabled) {
-        s_state.was_code_enabled = is_enabled;
-        if (is_enabled) {
-            s_state.emitter->begin();
-            rundown();
-        }
+    s_state.was_code_enabled = s_state.emitter->is_code_enabled();
+    if (s_state.was_code_enabled) {
+        s_state.emitter->begin();
+        rundown();
     }
 }
 

@@ -59,9 +59,17 @@ inline bool is_traced(const CodeInfo* info) noexcept
     return info != nullptr && info->is_traced;
 }
 
+// The rundown check_session() makes when python:code's enabled flag changed.
+void on_session_change() noexcept;
+
 // If a session started recording python:code since the last check, re-emit
-// every registration (a rundown). Cheap: one load of LTTng's enabled flag.
-void check_session() noexcept;
+// every registration (a rundown). Cheap: a load or two of LTTng's enabled
+// flags, inline at every traced call.
+inline void check_session() noexcept
+{
+    if (s_state.emitter->is_code_enabled() != s_state.was_code_enabled) [[unlikely]]
+        on_session_change();
+}
 
 // Emits a call for every traced frame of the stack ending at frame,
 // outermost first (the thread's stack when pyust starts watching it).
