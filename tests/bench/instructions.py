@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""pyust's instruction-count benchmark: the work each tracer adds, exactly.
+
+    python3 tests/bench/instructions.py [--python PATH] [--pyust-path DIR]
+                                        [--modes M,...] [--workloads W1,W3]
+
+Wall-clock ratios on a shared machine move by 20% and more between runs;
+instruction counts do not. Each measurement is overhead.py's child (the same
+warm-up, the same pair of calls around the workload, the same LTTng session:
+python:* with the contexts vpid and vtid, tracking the child alone) run under
+valgrind's callgrind, twice: at two sizes of the workload (W1 at scale 0.01 and
+0.03; W2 likewise; W3 with one repeat and three, scale 0.05 and 0.15). The
+difference is the workload's own instructions: start-up, imports, warm-up and
+pyust's start and stop cancel out.
+
+The table prints millions of instructions, the ratio to the untraced run, and
+the standard modes against cProfile and the fast mode against viztracer (when
+the children can import it: peers.py). What instructions miss: cache misses,
+clock reads (rdtsc, the vDSO), contention; tests/bench/overhead.py measures
+time. About 50 times slower than the program: some minutes for the default
+modes on W1 and W3.
+
+Modes: those of overhead.py (untraced, cprofile, pyust, pyust-fast, viztracer,
+...; default untraced,cprofile,pyust,pyust-fast,viztracer). Needs valgrind
+(apt-get install valgrind) and, for the pyust modes, a reachable
+lttng-sessiond. PYUST_BACKEND in the environment reaches the children (e.g.
+PYUST_BACKEND=monitoring on 3.12+ to measure sys.monitoring where pyust would
+use its eval-frame back end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+
+import overhead
+
+DEFAULT_MODES = ("untraced", "cprofile", "pyust", "pyust-fast", "viztracer")
+# Two sizes per workload: W3 runs round(20 * scale) repeats of its work.
+SCALES = {"W1": (0.01, 0.03), "W2": (0.01, 0.03), "W3": (0.05, 0.15)}
+# Which mode each mode is compared with, when both ran.
+REFERENCES = {"pyust": "cprofile", "pyust-fast": "viztracer", "pyust-fast-lines": "viztracer"}
+
+
+def parse_args(argv: list) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Count the instructions each tracer adds to the benchmark workloads "
+                    "(callgrind; exact on a noisy machine).")
+    parser.add_argument("--python", default=sys.executable, metavar="PATH",
+                        help="the interpreter of the measured children (default: this one)")
+    parser.add_argument("--pyust-path", default=None, metavar="DIR",
+                        help="prepended to the children's PYTHONPATH (default: the build "
+                        "scripts/setup made for that interpreter, as overhead.py finds it)")
+    parser.add_argument("--modes", default=",".join(DEFAULT_MODES),
+                        help=f"comma-separated modes of overhead.py (default "
+                        f"{','.join(DEFAULT_MODES)})")
+    parser.add_argument("--workloads", default="W1,W3",
+                        help="comma-separated subset of W1,W2,W3 (default W1,W3)")
+    options = parser.parse_args(argv)
+    options.modes = [m for m in options.modes.split(",") if m]
+    options.workloads = [w for w in options.workloads.split(",") if w]
+    for mode in options.modes:
+        if mode not in overhead.MODES:
+            parser.error(f"unknown mode {mode!r}; choose from {', '.join(overhead.MODES)}")
+    for workload in options.workloads:
+        if workload not in SCALES:
+            parser.error(f"unknown workload {workload!r}; choose from {', '.join(SCALES)}")
+    return options
+
+
+def callgrind_total(path: str) -> int:
+    """The instruction count a callgrind output file ends with."""
+    with open(path) as stream:
+        for line in stream:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    raise overhead.BenchError(f"no instruction total in {path}")
+
+
+def count(runner: overhead.Runner, mode: str, workload: str, scale: float) -> int:
+    """Instructions of one child run at this scale."""
+    out = os.path.join(runner.work_dir, f"callgrind-{mode}-{workload}-{scale}.out")
+    runner.options.scale = scale
+    runner.options.child_prefix = f"valgrind --tool=callgrind --callgrind-out-file={out}"
+    try:
+        runner.measure(mode, workload)
+        return callgrind_total(out)
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+
+
+def main(argv: list) -> int:
+    options = parse_args(argv)
+    if shutil.which("valgrind") is None:
+        print("instructions.py: valgrind is not installed: apt-get install valgrind",
+              file=sys.stderr)
+        return 1
+    base = ["--python", options.python, "--wait-quiet", "0"]
+    if options.pyust_path is not None:
+        base += ["--pyust-path", options.pyust_path]
+    run = overhead.parse_args(base)
+    try:
+        version = overhead.interpreter_version(options.python)
+        if run.pyust_path is None:
+            run.pyust_path = overhead.default_pyust_path(options.python, version)
+        if any(m.startswith("pyust") for m in options.modes):
+            overhead.check_sessiond()
+    except overhead.BenchError as error:
+        print(f"instructions.py: {error}", file=sys.stderr)
+        return 1
+    runner = overhead.Runner(run)
+    modes = list(options.modes)
+    wanted_peers = [m for m in modes if m in overhead.peers.PEERS]
+    if wanted_peers:
+        found = overhead.peers.probe(options.python, runner.env, wanted_peers)
+        for mode in wanted_peers:
+            if "error" in found.get(mode, {"error": "?"}):
+                print(f"skipping {mode}: "
+                      f"{overhead.peers.skip_reason(mode, options.python, found.get(mode, {}))}")
+                modes.remove(mode)
+    print(f"Python {'.'.join(map(str, version))} ({options.python}); pyust from "
+          f"{run.pyust_path or 'the children own sys.path'}; "
+          f"PYUST_BACKEND={os.environ.get('PYUST_BACKEND', '(unset)')}")
+    counts: dict = {}
+    try:
+        for workload in options.workloads:
+            low, high = SCALES[workload]
+            for mode in modes:
+                counts[workload, mode] = (count(runner, mode, workload, high) -
+                                          count(runner, mode, workload, low))
+                print(f"{workload} {mode:18} {counts[workload, mode] / 1e6:10,.1f} M", flush=True)
+    except overhead.BenchError as error:
+        print(f"instructions.py: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        runner.close()
+    print()
+    print(f"{'workload':8} {'mode':18} {'M instr':>10} {'/ untraced':>11} {'/ reference':>22}")
+    for (workload, mode), total in counts.items():
+        untraced = counts.get((workload, "untraced"))
+        reference = REFERENCES.get(mode)
+        against = counts.get((workload, reference)) if reference else None
+        print(f"{workload:8} {mode:18} {total / 1e6:10,.1f} "
+              f"{f'{total / untraced:.2f}x' if untraced else '-':>11} "
+              f"{f'{total / against:.2f}x {reference}' if against else '-':>22}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
