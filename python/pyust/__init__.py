@@ -122,12 +122,12 @@ _bootstrap_inner = None  # threading.Thread._bootstrap_inner before pyust wrappe
 def _wrap_thread_bootstrap() -> None:
     """Each new threading.Thread names itself in the trace, and up to 3.11 moves
     itself onto the C hook, first thing in Thread._bootstrap_inner (once per
-    process; inert while pyust is stopped). Not with threading.setprofile(): each new thread would call
-    sys.setprofile(), and CPython 3.11 guards setprofile with one process-wide
-    flag that a Python audit hook (regrtest has one) holds while it runs, GIL
-    released: a second thread starting then died of "RuntimeError: Cannot
-    install a profile function while another profile function is being
-    installed" before running its target."""
+    process; inert while pyust is stopped). Not with threading.setprofile():
+    each new thread would call sys.setprofile(), and CPython 3.11 guards
+    setprofile with one process-wide flag that a Python audit hook (regrtest
+    has one) holds while it runs, GIL released: a second thread starting then
+    died of "RuntimeError: Cannot install a profile function while another
+    profile function is being installed" before running its target."""
     global _bootstrap_inner
     if _bootstrap_inner is not None:
         return

@@ -39,6 +39,9 @@
 #include "core.hpp"
 
 namespace pyust::hook::eval_frame {
+
+bool detail::s_is_installed = false;
+
 namespace {
 
 constexpr int k_generator_kinds = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR;
@@ -85,7 +88,6 @@ inline _PyInterpreterFrame* innermost_frame(PyThreadState* tstate) noexcept
 // after stop() or a new start() stay silent.
 std::uint64_t s_epoch = 1;
 bool s_is_chosen = false;
-bool s_is_installed = false;
 
 // The traced frames the thread that installed the function was running,
 // outermost first, as far as they are known not to have returned.
@@ -397,29 +399,24 @@ bool install_if_chosen(bool is_caller_announced) noexcept
     s_announcer = s_announced.empty() ? nullptr : self;
     s_announcer_id = self->id;
     _PyInterpreterState_SetEvalFrameFunc(PyThreadState_GetInterpreter(self), evaluate);
-    s_is_installed = true;
+    detail::s_is_installed = true;
     return true;
 }
 
 void uninstall(bool close_stacks) noexcept
 {
-    if (!s_is_installed)
+    if (!detail::s_is_installed)
         return;
     PyThreadState* self = PyThreadState_Get();
     PyInterpreterState* interp = PyThreadState_GetInterpreter(self);
     if (_PyInterpreterState_GetEvalFrameFunc(interp) == evaluate)
         _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
     ++s_epoch;
-    s_is_installed = false;
+    detail::s_is_installed = false;
     if (close_stacks && self == s_announcer && self->id == s_announcer_id)
         close_returned(innermost_frame(self));
     s_announced.clear();
     s_announcer = nullptr;
-}
-
-bool is_installed() noexcept
-{
-    return s_is_installed;
 }
 
 bool is_running_frame_of(PyObject* code) noexcept
