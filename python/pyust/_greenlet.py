@@ -50,26 +50,34 @@ def enter_thread() -> None:
         pass
 
 
-class _ImportWatcher:
-    """A meta path finder that sets the tracer once greenlet is imported."""
+def find_spec(name):
+    """greenlet's spec, its module set to get pyust's tracer once executed (the
+    watcher's native find_spec hands greenlet's import over to this)."""
+    _unwatch()
+    from importlib.util import find_spec as find
 
-    def find_spec(self, name, path=None, target=None):
-        if name != "greenlet":
-            return None
-        _unwatch()
-        from importlib.util import find_spec
-
-        spec = find_spec(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_trace(module):
-            exec_module(module)
-            enter_thread()
-
-        spec.loader.exec_module = exec_then_trace
+    spec = find(name)
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
         return spec
+    exec_module = spec.loader.exec_module
+
+    def exec_then_trace(module):
+        exec_module(module)
+        enter_thread()
+
+    spec.loader.exec_module = exec_then_trace
+    return spec
+
+
+class _ImportWatcher:
+    """A meta path finder that sets the tracer once greenlet is imported. Its
+    find_spec, set by install(), is pyust._native.find_greenlet_spec: a C
+    function, which any other import calls without running a Python frame of
+    pyust's (a debugger stepping into an import, or the trace module's
+    coverage, would see one)."""
+
+    __slots__ = ()
+    find_spec = None
 
 
 _watcher = _ImportWatcher()
@@ -87,6 +95,7 @@ def install(native) -> None:
     imported."""
     global _native
     _native = native
+    _ImportWatcher.find_spec = staticmethod(native.find_greenlet_spec)
     if "greenlet" in sys.modules:
         enter_thread()
     elif _watcher not in sys.meta_path:

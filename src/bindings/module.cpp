@@ -112,6 +112,18 @@ PYBIND11_MODULE(_native, module)
         py::arg("origin"), py::arg("target"),
         "A greenlet switch: the frames of origin's stack stop, those of target's run again "
         "(each the top frame of its stack, or None).");
+    module.def(
+        "find_greenlet_spec",
+        [](py::handle name, py::handle, py::handle) -> py::object {
+            if (!PyUnicode_Check(name.ptr()) ||
+                PyUnicode_CompareWithASCIIString(name.ptr(), "greenlet") != 0)
+                return py::none();
+            return py::module_::import("pyust._greenlet").attr("find_spec")(name);
+        },
+        py::arg("name"), py::arg("path") = py::none(), py::arg("target") = py::none(),
+        "The find_spec of pyust's sys.meta_path entry: None but for greenlet "
+        "(pyust._greenlet.find_spec). Native, so that the program's imports run no Python "
+        "code of pyust's, which a trace function (debugger, coverage, trace) would step into.");
     module.def("before_os_fork", &hook::before_os_fork,
                "Mark this thread's fork as os.fork() (an os.register_at_fork before hook).");
     module.def("after_os_fork_parent", &hook::after_os_fork_parent,

@@ -182,6 +182,22 @@ inline bool is_recursion_deep([[maybe_unused]] const PyThreadState* tstate) noex
 #endif
 }
 
+// From 3.12 a frame-evaluation function changes what a sys.settrace function
+// sees: the interpreter then resumes a coroutine that `async for` awaits
+// through its generic path, which reports each step's StopIteration twice
+// (CPython's test_sys_settrace, with a function that only calls the default
+// evaluator too). Once a thread has one set, the version's own back end
+// serves. (3.11 resumes coroutines in the same way with or without it.) The
+// thread's own function is what matters: it sees the thread's frames only.
+inline bool is_settrace_set([[maybe_unused]] const PyThreadState* tstate) noexcept
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return tstate->c_tracefunc != nullptr;
+#else
+    return false;
+#endif
+}
+
 // Frames a profile function would not see: a generator's creation, which runs
 // only as far as RETURN_GENERATOR; code run while the interpreter holds its
 // tracing off (audit hooks, Python-level trace and profile functions); and a
@@ -198,8 +214,8 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
     if (is_unseen(tstate, frame))
         return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     PyCodeObject* code = code_of(frame);
-    if (is_recursion_deep(tstate)) {
-        // The profiler sees this frame start, and the others return.
+    if (is_recursion_deep(tstate) || is_settrace_set(tstate)) {
+        // The version's back end sees this frame start, and the others return.
         hand_over();
         return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }
@@ -358,6 +374,8 @@ const char* why_not(const Options& options) noexcept
     if (_PyInterpreterState_GetEvalFrameFunc(PyThreadState_GetInterpreter(self)) !=
         _PyEval_EvalFrameDefault)
         return "another tool's frame-evaluation function is in";
+    if (is_settrace_set(self))
+        return "a sys.settrace() function is set";
     if (is_python_running_elsewhere(self))
         return "another thread runs Python code";
     if (!is_exact())
@@ -423,6 +441,17 @@ bool is_running_frame_of(PyObject* code) noexcept
 {
     _PyInterpreterFrame* frame = innermost_frame(PyThreadState_Get());
     return frame != nullptr && reinterpret_cast<PyObject*>(code_of(frame)) == code;
+}
+
+bool innermost_runs(PyObject* code, PyObject*& globals) noexcept
+{
+    _PyInterpreterFrame* frame = innermost_frame(PyThreadState_Get());
+    while (frame != nullptr && !is_complete(frame))
+        frame = frame->previous;
+    globals = frame != nullptr && reinterpret_cast<PyObject*>(code_of(frame)) == code
+                  ? frame->f_globals
+                  : nullptr;
+    return frame != nullptr;
 }
 
 [[gnu::cold, gnu::noinline]] void hand_over() noexcept

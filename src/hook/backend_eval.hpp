@@ -28,6 +28,7 @@ namespace pyust::hook::eval_frame {
 // Why this back end cannot serve a start() with these options right now, or
 // nullptr when it can: no lines and no C calls (either mode); no
 // PYUST_BACKEND=setprofile; the interpreter's frame-evaluation slot free; no
+// sys.settrace() function set (3.12 on: see hand_over()); no
 // other thread running Python code (this back end sees frames as they start:
 // it announces only the caller's stack); and the interpreter calling the
 // function for every Python-to-Python call, which a probe checks once per
@@ -65,12 +66,22 @@ inline bool is_installed() noexcept
 // module reports through the C API while its caller's frame runs).
 bool is_running_frame_of(PyObject* code) noexcept;
 
+// Whether the calling thread runs a Python frame (past its set-up), as
+// PyEval_GetFrame() would find it; globals is then that frame's (borrowed) when
+// it runs code, else nullptr. Read from the interpreter's own frame, where
+// PyEval_GetFrame() would make a frame object, which lives on with the frame
+// (and changes what a program sees: CPython's test_frame makes one in a
+// garbage-collector callback).
+bool innermost_runs(PyObject* code, PyObject*& globals) noexcept;
+
 // Puts every thread on the version's own back end, as if it had been there
 // since start(), and says so in a python:process event. The function calls it
 // when a thread's C stack or C recursion count runs deep: with it in, each
 // Python call nests a C call, where the interpreter would otherwise run it in
 // the caller's C frame, so a recursion the program runs untraced could
-// overflow the C stack or meet 3.12's and 3.13's C recursion limit.
+// overflow the C stack or meet 3.12's and 3.13's C recursion limit. And from
+// 3.12, when a sys.settrace() function is set, whose events the function
+// would change (backend_eval.cpp, is_settrace_set()).
 [[gnu::cold, gnu::noinline]] void hand_over() noexcept;
 
 // The version's own back end's part of hand_over(), defined by that back end

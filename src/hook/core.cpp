@@ -8,6 +8,8 @@
 // is named "?".
 #include "core.hpp"
 
+#include "backend_eval.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -168,9 +170,19 @@ CodeInfo* register_code(PyCodeObject* code, ModuleFor module_for) noexcept
     }
 }
 
-// The module of code run by frame (nullptr: the current frame). Throws std::bad_alloc.
+// The module of code run by frame (nullptr: the current frame, read without
+// making it a frame object where the interpreter's frames can be read). Throws
+// std::bad_alloc.
 std::string module_in_frame(PyCodeObject* code, PyFrameObject* frame, const std::string& file)
 {
+#if PYUST_HAS_EVAL_BACKEND
+    if (frame == nullptr) {
+        PyObject* globals = nullptr;
+        if (!eval_frame::innermost_runs(reinterpret_cast<PyObject*>(code), globals))
+            return k_unknown;
+        return globals != nullptr ? module_of_globals(globals) : module_of_file(file);
+    }
+#endif
     if (frame == nullptr)
         frame = PyEval_GetFrame(); // borrowed
     PyCodeObject* frame_code = frame != nullptr ? PyFrame_GetCode(frame) : nullptr;

@@ -30,6 +30,11 @@ PROGRAMS = {
 }
 
 
+def called(session) -> list:
+    """The names of the functions the test's programs called, in order."""
+    return [e["fields"]["name"] for e in session.read().of("python:call")]
+
+
 # CPython 3.10 can crash a daemon thread that waits for the GIL while the
 # interpreter is torn down (seen untraced too, under strace): the longer the
 # process takes to exit after that, the likelier. With pyust, 15 runs in 300
@@ -236,6 +241,126 @@ def test_another_profiler_started_later(session, make_program):
         assert len(result.stderr.splitlines()) == 1
 
 
+def test_a_trace_function_sees_no_frame_of_pyusts_on_imports(session, make_program):
+    """A debugger or coverage tool (sys.settrace) stepping through the program's imports
+    while pyust traces meets none of pyust's Python code: pyust's sys.meta_path entry (it
+    waits for greenlet) is a C function. CPython's test_trace saw pyust._greenlet in the
+    trace module's coverage of an import."""
+    make_program("def value():\n    return 42\n", name="fresh_module.py")
+    program = make_program("""\
+        import os, sys, pyust
+        pyust.start()
+        seen = []
+        def tracer(frame, event, arg):
+            if event == "call":
+                seen.append(frame.f_code.co_filename)
+            return None
+        sys.settrace(tracer)
+        import fresh_module
+        fresh_module.value()
+        sys.settrace(None)
+        pyust.stop()
+        own = os.path.dirname(pyust.__file__) + os.sep
+        print(sorted({f for f in seen if f.startswith(own)}),
+              any(f.endswith("fresh_module.py") for f in seen))
+        """)
+    result = run_plain([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[] True\n"
+    assert "value" in called(session)
+
+
+def test_frame_objects_come_when_the_program_asks(session, make_program):
+    """pyust reads the interpreter's frames without making frame objects of them (CPython
+    makes one at the first ask and keeps it): a program that creates one in a garbage
+    collector callback while a trace function resumes a generator, as CPython's test_frame
+    does, gets the same object as untraced. sys.monitoring's first event of a code object
+    made one on 3.12 and 3.13; the callback then never ran during the resumption."""
+    program = make_program("""\
+        import gc, sys, pyust
+        def trace(frame, event, arg):
+            return trace
+        def generator():
+            while True:
+                yield
+        def main():
+            asked = []
+            def callback(phase, info):
+                asked.append(sys._getframe().f_back.f_back)
+                gc.callbacks.remove(callback)
+            g = generator()
+            next(g)
+            gc.collect()
+            gc.disable()
+            gc.set_threshold(1, 0, 0)
+            sys.settrace(trace)
+            gc.callbacks.append(callback)
+            gc.enable()
+            next(g)
+            sys.settrace(None)
+            gc.set_threshold(700, 10, 10)
+            print(len(asked), asked[:1] == [g.gi_frame])
+        pyust.start()
+        main()
+        pyust.stop()
+        """)
+    result = run_plain([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "1 True\n"
+    assert "generator" in called(session)
+
+
+def test_a_trace_function_sees_the_same_events_with_pyust(session, make_program):
+    """A sys.settrace function (a debugger, coverage.py's tracer) gets the same events while
+    pyust traces as without it, here through an `async for`. From 3.12 a frame-evaluation
+    function makes the interpreter report each step's StopIteration twice (CPython's
+    test_sys_settrace): pyust's steps aside for the version's own back end."""
+    program = make_program("""\
+        import sys
+        class Letters:
+            def __init__(self, text):
+                self.letters = iter(text)
+            def __aiter__(self):
+                return self
+            async def __anext__(self):
+                try:
+                    return next(self.letters)
+                except StopIteration:
+                    raise StopAsyncIteration
+        async def spell():
+            async for letter in Letters("abc"):
+                pass
+        def main():
+            seen = []
+            def tracer(frame, event, arg):
+                if frame.f_code.co_filename == __file__:
+                    seen.append((frame.f_code.co_name, frame.f_lineno, event))
+                return tracer
+            coroutine = spell()
+            sys.settrace(tracer)
+            try:
+                coroutine.send(None)
+            except StopIteration:
+                pass
+            sys.settrace(None)
+            return seen
+        if sys.argv[1:] == ["traced"]:
+            import pyust
+            pyust.start()
+            print(main())
+            pyust.stop()
+        else:
+            print(main())
+        """)
+    plain = run_plain([program])
+    traced = run_plain([program, "traced"])
+    assert plain.returncode == 0 and traced.returncode == 0, plain.stderr + traced.stderr
+    assert "'exception'" in plain.stdout
+    assert traced.stdout == plain.stdout
+    names = called(session)
+    assert names.count("Letters.__anext__") == 4, names
+
+
 def test_a_tool_taking_pyusts_tool_id_after_stop_sees_every_event(make_program):
     """sys.monitoring (3.12+): code that pyust's filter answered DISABLE stays disabled for
     its tool id until someone restarts events; the next tool to take that id after
@@ -291,5 +416,5 @@ def test_coverage_py_and_pyust_together(session, make_program, tmp_path):
     # Line 5 (the body of uncovered) is the only line not run.
     row = next(line for line in report.stdout.splitlines() if line.startswith(program))
     assert row.split()[1:] == ["7", "1", "86%", "5"]
-    names = [e["fields"]["name"] for e in session.read().of("python:call")]
+    names = called(session)
     assert "covered" in names
