@@ -416,9 +416,16 @@ def test_the_runs_options_win_over_an_enabled_pth(tmp_path):
     assert "child" in _called(trace, pid)
 
 
-@pytest.mark.skipif(not os.path.exists("/usr/lib/python3.11/test/test_bisect.py")
-                    or not PYTHON.startswith("/usr/bin/python3"),
-                    reason="needs Debian's 3.11 with libpython3.11-testsuite")
+def has_cpython_tests() -> bool:
+    """Whether the interpreter under test has CPython's own tests (pyenv's builds do;
+    Debian's come in libpython3.X-testsuite, which scripts/setup installs)."""
+    return subprocess.run([PYTHON, "-c", "import test.test_bisect, test.test_colorsys"],
+                          capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not has_cpython_tests(),
+                    reason="CPython's tests are not installed for the interpreter under test "
+                           "(Debian: libpython3.X-testsuite)")
 def test_regrtest_workers_are_traced(tmp_path):
     """`python -m test -j2`'s workers (fresh interpreters, one per test file) record the
     tests they run, each under its own pid."""
