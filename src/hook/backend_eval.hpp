@@ -32,7 +32,8 @@ namespace pyust::hook::eval_frame {
 // other thread running Python code (this back end sees frames as they start:
 // it announces only the caller's stack); and the interpreter calling the
 // function for every Python-to-Python call, which a probe checks once per
-// process (Debian 12's 3.11.2 enters a warmed __getitem__ without it).
+// process (Debian 12's 3.11.2 enters a warmed __getitem__ without it, which
+// CPython 3.11.4 fixed: gh-104405).
 const char* why_not(const Options& options) noexcept;
 
 // Chooses this back end for the start() being made, or not (why_not()).
