@@ -197,7 +197,6 @@ def test_both_conversions_give_the_same_analysis(tmp_path):
         chrome_events(report(by_perf, pid, "chrome"))
 
 
-
 def test_without_ctf_conversion_stacks_end_in_system_calls(tmp_path):
     """A perf whose `data convert --to-ctf` is not compiled in, as Debian unstable's (the
     same message and exit status): pyust converts perf script's output itself."""
