@@ -252,6 +252,21 @@ void set_hooked(bool is_hooked) noexcept
     s_watcher.is_hooked.store(is_hooked);
 }
 
+// LTTng-UST turns a session's tracepoints on and then, one or more round trips
+// to the session daemon later, marks the session active, both within one hold
+// of its internal lock while it handles the daemon's command. An event emitted
+// in between is dropped: a rundown made there would leave a trace whose calls
+// name codes it never registers. lttng_ust_before_fork() takes that lock and
+// lttng_ust_after_fork_parent() gives it back, so once they return, the session
+// whose tracepoints the hook saw turned on records. LTTng-UST's thread never
+// takes the GIL while it holds the lock: the wait may be made with the GIL.
+void wait_for_session_activation() noexcept
+{
+    sigset_t saved;
+    lttng_ust_before_fork(&saved);
+    lttng_ust_after_fork_parent(&saved);
+}
+
 // A session started recording: hooks back on, everything named again.
 void wake_up() noexcept
 {
@@ -313,6 +328,8 @@ void* watch(void*) noexcept
             pthread_mutex_lock(&s_watcher.mutex);
             break;
         }
+        if (is_toggling && is_recording)
+            wait_for_session_activation();
         const PyGILState_STATE gil = PyGILState_Ensure();
         // stop() clears is_active under the GIL before it waits for us.
         if (s_state.is_active && is_toggling && is_recording != s_state.is_hooked) {
@@ -477,6 +494,7 @@ void on_session_change() noexcept
 {
     s_state.was_code_enabled = s_state.emitter->is_code_enabled();
     if (s_state.was_code_enabled) {
+        wait_for_session_activation();
         s_state.emitter->begin();
         rundown();
     }

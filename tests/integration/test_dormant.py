@@ -36,10 +36,11 @@ pyust.stop()
 """
 
 
-def test_sessions_started_and_stopped_twice_while_running(make_program, tmp_path):
-    program = make_program(LONG_RUNNING)
+def started_and_stopped_twice(program: str, tmp_path, env: dict) -> list:
+    """Runs the LONG_RUNNING program with env; starts and stops a session twice while it
+    runs, each time waiting for the hooks to follow; returns the two traces."""
     child = subprocess.Popen([PYTHON, program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True, env=child_env())
+                             text=True, env=env)
 
     def say(word):
         child.stdin.write(word + "\n")
@@ -65,22 +66,71 @@ def test_sessions_started_and_stopped_twice_while_running(make_program, tmp_path
         if child.poll() is None:
             child.kill()
             child.wait()
+    return traces
 
-    for trace in traces:
-        calls = [e for e in trace.of("python:call") if e["fields"]["name"] == "tick"]
-        assert len(calls) == 100
-        # Every code id the trace uses is named in it (the wake-up rundown).
-        codes = trace.codes
-        for e in trace.of("python:call", "python:return"):
-            assert e["fields"]["id"] in codes
-        assert any(e["fields"]["name"] == "MainThread" for e in trace.of("python:thread"))
-        # The stack announced at wake-up opens the frames the returns close;
-        # the module's frame is still running when the session stops. (The
-        # rundown's events come from pyust's watcher thread, with no calls.)
-        main = [events for events in trace.threads().values() if trace.flow(events)]
-        assert len(main) == 1
-        open_frames = assert_balanced(trace, main[0], closed=False)
-        assert [codes[i]["qualname"] for i in open_frames] == ["<module>"]
+
+def assert_woken_up(trace) -> None:
+    """The trace of a session started while LONG_RUNNING was dormant: its 100 ticks, the
+    names of every code its events use, and the stack announced at wake-up."""
+    calls = [e for e in trace.of("python:call") if e["fields"]["name"] == "tick"]
+    assert len(calls) == 100
+    # Every code id the trace uses is named in it (the wake-up rundown).
+    codes = trace.codes
+    for e in trace.of("python:call", "python:return"):
+        assert e["fields"]["id"] in codes
+    assert any(e["fields"]["name"] == "MainThread" for e in trace.of("python:thread"))
+    # The stack announced at wake-up opens the frames the returns close;
+    # the module's frame is still running when the session stops. (The
+    # rundown's events come from pyust's watcher thread, with no calls.)
+    main = [events for events in trace.threads().values() if trace.flow(events)]
+    assert len(main) == 1
+    open_frames = assert_balanced(trace, main[0], closed=False)
+    assert [codes[i]["qualname"] for i in open_frames] == ["<module>"]
+
+
+def test_sessions_started_and_stopped_twice_while_running(make_program, tmp_path):
+    for trace in started_and_stopped_twice(make_program(LONG_RUNNING), tmp_path, child_env()):
+        assert_woken_up(trace)
+
+
+# Delays every message LTTng-UST's threads receive from the session daemon by 50 ms.
+SLOW_REPLIES = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+ssize_t recvmsg(int fd, struct msghdr* message, int flags)
+{
+    static ssize_t (*real)(int, struct msghdr*, int);
+    if (real == NULL)
+        real = (ssize_t(*)(int, struct msghdr*, int))dlsym(RTLD_NEXT, "recvmsg");
+    ssize_t received = real(fd, message, flags);
+    if (syscall(SYS_gettid) != getpid()) {
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return received;
+}
+"""
+
+
+def test_hooks_come_back_once_the_session_records(make_program, tmp_path):
+    """LTTng-UST turns a starting session's tracepoints on, then waits for the session
+    daemon's answers before the session records. With the answers slowed down, that gap
+    outlasts the dormant hook's poll: the hooks must still come back (and the rundown be
+    made) only once the session records, or the program's first calls and the names of
+    its codes are lost (before the fix, none of the 100 ticks was recorded)."""
+    source = tmp_path / "slow_replies.c"
+    source.write_text(SLOW_REPLIES)
+    library = tmp_path / "libslow_replies.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source), "-ldl"],
+                   check=True)
+    env = child_env(LD_PRELOAD=str(library), LTTNG_UST_REGISTER_TIMEOUT="30000")
+    for trace in started_and_stopped_twice(make_program(LONG_RUNNING), tmp_path, env):
+        assert_woken_up(trace)
 
 
 def test_events_count_only_what_a_session_was_handed(make_program, tmp_path):
