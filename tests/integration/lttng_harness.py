@@ -120,6 +120,12 @@ class Trace:
     def of(self, *names) -> list:
         return [e for e in self.events if e["name"] in names]
 
+    def pids(self) -> list:
+        """The processes' vpids in the order of their first events: a forked child after its
+        parent, a program run after another after it. (Not sorted: pids wrap around at the
+        kernel's pid_max, and a child's can then be the smaller.)"""
+        return list(dict.fromkeys(e["vpid"] for e in self.events))
+
     def threads(self) -> dict:
         """(vpid, vtid) -> that thread's events, in order."""
         by_thread = defaultdict(list)

@@ -77,7 +77,7 @@ def test_fast_mode_records_what_the_standard_mode_records(session, make_program)
     run(program, "--fast")
     session.stop()
     everything = read_trace(session.path, session.owner, expand=True)
-    pids = sorted({e["vpid"] for e in everything.of("python:process")})
+    pids = everything.pids()
     assert len(pids) == 2
     by_process = []
     for pid in pids:

@@ -24,10 +24,8 @@ if __name__ == '__main__':
 
 def main_thread(trace, pid=None):
     """The events of the first process's main thread (vtid == vpid)."""
-    threads = trace.threads()
-    pids = sorted({vpid for vpid, _ in threads})
-    pid = pid or pids[0]
-    return threads[(pid, pid)]
+    pid = pid or trace.pids()[0]
+    return trace.threads()[(pid, pid)]
 
 
 def test_foo_bar_baz_exact_sequence(session, make_program):
@@ -262,10 +260,7 @@ def test_fork_child_records_its_own_pid_and_stack(session, make_program):
     result = run_hooked([program])
     assert result.returncode == 0, result.stderr
     trace = session.read()
-    pids = sorted({e["vpid"] for e in trace.events})
-    assert len(pids) == 2
-    parent = main_thread(trace)[0]["vpid"]
-    child = next(p for p in pids if p != parent)
+    parent, child = trace.pids()
     threads = trace.threads()
     assert trace.program_flow(program, threads[(parent, parent)]) == [
         ("call", "<module>"), ("call", "spawn"), ("call", "parent_work"),
