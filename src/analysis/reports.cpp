@@ -344,14 +344,27 @@ void write_function_table(std::vector<ProfileRow> rows, std::size_t threads,
     }
 }
 
-// The pids of the threads that had events, sorted.
+// The pids of the threads that had events, in the order of the processes' first events: a
+// parent before the children it forked, even where the children's pids wrapped around at the
+// kernel's pid_max and are the smaller.
 std::vector<std::int64_t> traced_pids(const StackModel& model)
 {
-    std::set<std::int64_t> pids;
-    for (const Thread* thread : model.threads())
-        if (thread->event_count() != 0)
-            pids.insert(thread->key().pid);
-    return std::vector<std::int64_t>(pids.begin(), pids.end());
+    std::map<std::int64_t, Timestamp> first_ts;
+    for (const Thread* thread : model.threads()) {
+        if (thread->event_count() == 0)
+            continue;
+        const auto [it, is_new] = first_ts.emplace(thread->key().pid, thread->first_ts());
+        if (!is_new)
+            it->second = std::min(it->second, thread->first_ts());
+    }
+    std::vector<std::pair<Timestamp, std::int64_t>> order;
+    for (const auto& [pid, ts] : first_ts)
+        order.emplace_back(ts, pid);
+    std::sort(order.begin(), order.end());
+    std::vector<std::int64_t> pids;
+    for (const auto& entry : order)
+        pids.push_back(entry.second);
+    return pids;
 }
 
 } // namespace

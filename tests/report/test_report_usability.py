@@ -329,6 +329,49 @@ def test_merge_processes_gives_one_profile(forked):
     assert rows["__main__:in_child"] == rows["__main__:in_parent"] == 1
 
 
+WRAPPED_FORK = """\
+import os
+
+def in_child():
+    return 1
+
+def in_parent():
+    return 2
+
+with open("/proc/sys/kernel/pid_max") as f:
+    pid_max = int(f.read())
+# The kernel hands out pid_max - 1 last: the child's pid wraps around and is the smaller.
+with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+    f.write(str(pid_max - 1))
+pid = os.fork()
+if pid == 0:
+    in_child()
+    os._exit(0)
+os.waitpid(pid, 0)
+in_parent()
+"""
+
+
+@pytest.mark.skipif(not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK),
+                    reason="setting the next pid (/proc/sys/kernel/ns_last_pid) needs root")
+def test_processes_come_in_the_order_they_started(tmp_path):
+    """Pids wrap around at the kernel's pid_max, so a child's can be smaller than its
+    parent's: the profile still shows the parent's table first, and the merged title names
+    the parent first."""
+    program, path = record(tmp_path, WRAPPED_FORK)
+    trace = read_trace(path, owner=tmp_path)
+    codes = trace.codes
+    pids = {codes[e["fields"]["id"]]["qualname"]: e["vpid"] for e in trace.of("python:call")
+            if codes[e["fields"]["id"]]["qualname"] in ("in_child", "in_parent")}
+    parent, child = pids["in_parent"], pids["in_child"]
+    assert child < parent, pids  # the case is armed
+    headers = [int(line.split()[1]) for line in ok(path, "--modules", "__main__").splitlines()
+               if line.startswith("pid ") and " calls of " in line]
+    assert headers == [parent, child]
+    merged = ok(path, "--merge-processes").splitlines()[0]
+    assert merged.index(f"pid {parent} ") < merged.index(f"pid {child} "), merged
+
+
 SPAWN = """\
 import subprocess, sys
 if sys.argv[1:] == ["parent"]:
