@@ -180,7 +180,8 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     batches (python:batch events) rather than one event each: about half the
     cost. Read such traces with `pyust report` or babeltrace2's
     filter.pyust.expand. Batches are written when full, every 20 ms, at
-    thread exit, stop() and interpreter exit (os._exit included).
+    thread exit, stop(), interpreter exit (os._exit included) and an exec
+    (os.execv and the like).
 
     Frames already running (in this thread and others) are announced as calls
     when pyust first sees their thread, so each thread's trace is balanced.
@@ -210,22 +211,35 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
         _flush_before_os_exit()
 
 
-def _flush_before_os_exit() -> None:
-    """os._exit() skips the interpreter's exit, where the fast mode writes
-    its last records: wrap it so that it writes them first."""
-    original = os._exit
-    if getattr(original, "_pyust_flushes", False):
-        return
+# The os functions after which the process runs no more of its Python code, and whether the
+# records written before them are its last (os._exit) or may be followed by more (an exec
+# that fails raises OSError, and the program goes on).
+_LEAVING = {"_exit": True, "execv": False, "execve": False}
 
-    def _exit(status):
+
+def _flush_before_os_exit() -> None:
+    """os._exit() skips the interpreter's exit, where the fast mode writes its
+    last records, and an exec replaces the process with its records unwritten:
+    wrap os._exit, os.execv and os.execve (through which os's other exec
+    functions go) so that they write the records first."""
+    for name, is_final in _LEAVING.items():
+        original = getattr(os, name, None)
+        if original is None or getattr(original, "_pyust_flushes", False):
+            continue
+        setattr(os, name, _flushing(original, is_final))
+
+
+def _flushing(original, is_final: bool):
+    def wrapper(*args):
         native = _hook
         if native is not None:
-            native.flush(final=True)
-        original(status)
+            native.flush(final=is_final)
+        return original(*args)
 
-    _exit.__doc__ = original.__doc__
-    _exit._pyust_flushes = True
-    os._exit = _exit
+    wrapper.__name__ = wrapper.__qualname__ = original.__name__
+    wrapper.__doc__ = original.__doc__
+    wrapper._pyust_flushes = True
+    return wrapper
 
 
 def stop() -> None:

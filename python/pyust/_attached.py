@@ -13,10 +13,10 @@ Everything here runs in somebody else's program, so:
   files are hidden from the hook, and so is the "<string>" trampoline that
   gdb's pending call compiles on top of the program's stack;
 - a stop undoes what a start did: the hooks, the session watcher thread, the
-  wrappers pyust.start() puts on threading and os._exit, the sys.path entry
-  the step added. What stays is what cannot be unloaded: the imported modules,
-  and LTTng-UST's own listener threads (idle, as in any program linked with
-  LTTng-UST).
+  wrappers pyust.start() puts on threading, os._exit and the exec functions,
+  the sys.path entry the step added. What stays is what cannot be unloaded:
+  the imported modules, and LTTng-UST's own listener threads (idle, as in any
+  program linked with LTTng-UST).
 """
 
 import os
@@ -55,7 +55,7 @@ def _start(pyust, control: str, options: dict) -> dict:
         return {"error": "it is traced by pyust already (pyust run, the .pth or "
                          "pyust.start() in the program): stop that first"}
     wrapped_before = pyust._bootstrap_inner is not None
-    os_exit = os._exit
+    os_functions = {name: getattr(os, name, None) for name in pyust._LEAVING}
     emitted = pyust.emitted_events()
     pyust.start(modules=options.get("modules"), exclude=options.get("exclude"),
                 c_calls=options.get("c_calls", False), lines=options.get("lines", False),
@@ -64,8 +64,8 @@ def _start(pyust, control: str, options: dict) -> dict:
     _state["emitted"] = emitted
     if not wrapped_before and pyust._bootstrap_inner is not None:
         _state["bootstrap_inner"] = pyust._bootstrap_inner
-    if os._exit is not os_exit:
-        _state["os_exit"] = os_exit
+    _state["os_functions"] = {name: function for name, function in os_functions.items()
+                              if getattr(os, name, None) is not function}
     return {"ok": True, "backend": pyust._hook.backend()}
 
 
@@ -79,9 +79,8 @@ def _stop(pyust) -> dict:
     if original is not None:
         threading.Thread._bootstrap_inner = original
         pyust._bootstrap_inner = None
-    exit_function = _state.get("os_exit")
-    if exit_function is not None:
-        os._exit = exit_function
+    for name, function in _state.get("os_functions", {}).items():
+        setattr(os, name, function)
     added_path = _state.get("added_path")
     if added_path in sys.path:
         sys.path.remove(added_path)

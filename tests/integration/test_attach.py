@@ -58,8 +58,8 @@ def test_two_windows_record_exactly_the_calls_the_program_counts(tmp_path):
 
 
 def test_detach_leaves_the_program_as_it_was(tmp_path):
-    """After the detach: no hook (sys.getprofile / sys.monitoring tool), threading and
-    os._exit unwrapped, sys.path as before, no file of ours in the process."""
+    """After the detach: no hook (sys.getprofile / sys.monitoring tool), threading, os._exit
+    and the exec functions unwrapped, sys.path as before, no file of ours in the process."""
     program = BUSY.replace('print("end", flush=True)', '''\
 import threading as _t
 print("profile", sys.getprofile() is None, flush=True)
@@ -67,6 +67,7 @@ mon = getattr(sys, "monitoring", None)
 print("tools", [i for i in range(6) if mon and mon.get_tool(i)], flush=True)
 print("bootstrap", _t.Thread._bootstrap_inner.__qualname__, flush=True)
 print("exit", os._exit.__module__ if hasattr(os._exit, "__module__") else "", flush=True)
+print("exec", os.execv.__module__, os.execve.__module__, flush=True)
 print("path", [p for p in sys.path if p == PYUST_PATH], flush=True)
 print("end", flush=True)''')
     process = start_program(tmp_path, program.replace("PYUST_PATH", repr(PYUST_PATH)))
@@ -87,6 +88,7 @@ print("end", flush=True)''')
     assert "tools []" in out
     assert "bootstrap Thread._bootstrap_inner" in out
     assert "exit posix" in out
+    assert "exec posix posix" in out
     assert "path []" in out
 
 

@@ -119,6 +119,8 @@ EXITS = {
     "sys.exit": ("import sys; sys.exit(4)", 4),
     "os._exit": ("import os; os._exit(3)", 3),
     "exception": ("raise SystemError('boom')", 1),
+    "os.execv": ("import os; os.execv('/bin/sh', ['sh', '-c', 'exit 6'])", 6),
+    "os.execlp": ("import os; os.execlp('sh', 'sh', '-c', 'exit 7')", 7),
     "os._exit in a thread": ("import os, threading\n"
                              "t = threading.Thread(target=lambda: os._exit(5)); t.start(); t.join()",
                              5),
