@@ -207,39 +207,32 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     for tid, name in names:
         native.name_thread(tid, name)
     _greenlet.install(native)
-    if fast:
-        _flush_before_os_exit()
+    _wrap_leaving_functions(fast)
 
 
-# The os functions after which the process runs no more of its Python code, and whether the
-# records written before them are its last (os._exit) or may be followed by more (an exec
-# that fails raises OSError, and the program goes on).
-_LEAVING = {"_exit": True, "execv": False, "execve": False}
+# The os functions after which the process runs no more of its Python code, and whether
+# pyust wraps them in the standard mode too: an exec replaces the process image (its frames
+# return first, in either mode), os._exit only skips the interpreter's exit (where the fast
+# mode writes its last records). os's other exec functions go through execv and execve.
+_LEAVING = {"_exit": False, "execv": True, "execve": True}
+# name -> (the os function, pyust's wrapper of it) while wrapped.
+_wrapped = {}
 
 
-def _flush_before_os_exit() -> None:
-    """os._exit() skips the interpreter's exit, where the fast mode writes its
-    last records, and an exec replaces the process with its records unwritten:
-    wrap os._exit, os.execv and os.execve (through which os's other exec
-    functions go) so that they write the records first."""
-    for name, is_final in _LEAVING.items():
+def _wrap_leaving_functions(fast: bool) -> None:
+    """Wraps os.execv and os.execve (native.leaving: the calling thread's frames return
+    before the exec, and come back if it fails), and in the fast mode os._exit (the records
+    are written first)."""
+    native = _hook
+    for name, is_exec in _LEAVING.items():
         original = getattr(os, name, None)
-        if original is None or getattr(original, "_pyust_flushes", False):
+        if original is None or not (fast or is_exec):
             continue
-        setattr(os, name, _flushing(original, is_final))
-
-
-def _flushing(original, is_final: bool):
-    def wrapper(*args):
-        native = _hook
-        if native is not None:
-            native.flush(final=is_final)
-        return original(*args)
-
-    wrapper.__name__ = wrapper.__qualname__ = original.__name__
-    wrapper.__doc__ = original.__doc__
-    wrapper._pyust_flushes = True
-    return wrapper
+        if name in _wrapped and original is _wrapped[name][1]:
+            continue
+        wrapper = native.leaving(original, is_exec)
+        _wrapped[name] = (original, wrapper)
+        setattr(os, name, wrapper)
 
 
 def stop() -> None:

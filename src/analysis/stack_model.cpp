@@ -117,18 +117,31 @@ std::string code_label(const CodeNames& info)
 void StackModel::on_code(std::uint64_t id, std::string module, std::string qualname,
                          std::string file, std::uint32_t first_line, std::string name)
 {
-    CodeNames& info = m_codes[id];
-    info.module = printable(module);
-    info.qualname = printable(qualname);
-    info.name = printable(name);
-    info.file = file.empty() ? std::string(no_file_name) : printable(file);
-    info.first_line = first_line;
-    info.is_registered = true;
-    info.label = code_label(info);
+    CodeNames named;
+    named.module = printable(module);
+    named.qualname = printable(qualname);
+    named.name = printable(name);
+    named.file = file.empty() ? std::string(no_file_name) : printable(file);
+    named.first_line = first_line;
+    named.is_registered = true;
+    named.label = code_label(named);
+    std::uint64_t current = current_id(id);
+    const auto it = m_codes.find(current);
+    if (it != m_codes.end() && it->second.is_registered) {
+        const CodeNames& known = it->second;
+        if (known.module == named.module && known.qualname == named.qualname &&
+            known.name == named.name && known.file == named.file &&
+            known.first_line == named.first_line)
+            return; // the same code named again (a rundown)
+        current = reused_code_bit | m_next_reused++;
+        m_reused_ids[id] = current;
+    }
+    m_codes[current] = std::move(named);
 }
 
 bool StackModel::on_call_name(std::uint64_t id, std::string_view name)
 {
+    id = current_id(id);
     // "?" is what filter.pyust.expand names a call whose id no python:code named (a string
     // field is never empty: see tracepoints/python_tp.h); no qualified name is "?".
     if (name.empty() || name == "?")
@@ -255,11 +268,12 @@ void StackModel::pop(Thread& thread, Timestamp ts)
 
 void StackModel::on_call(Thread& thread, std::uint64_t code_id)
 {
-    push(thread, FrameId{code_id, false});
+    push(thread, FrameId{current_id(code_id), false});
 }
 
 void StackModel::on_return(Thread& thread, std::uint64_t code_id)
 {
+    code_id = current_id(code_id);
     const Timestamp ts = thread.m_last_ts;
     const std::size_t index = thread.open_depth(code_id);
     if (index == 0) {
@@ -457,6 +471,7 @@ void StackModel::on_c_return(Thread& thread)
 
 void StackModel::on_line(Thread& thread, std::uint64_t code_id, std::uint32_t line)
 {
+    code_id = current_id(code_id);
     const Timestamp ts = thread.m_last_ts;
     Frame* frame = nullptr;
     if (thread.m_frames.empty()) {

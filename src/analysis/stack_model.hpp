@@ -49,6 +49,11 @@ struct FrameId {
     }
 };
 
+// Set in the value of a Python frame's FrameId whose code id was registered again with other
+// names (StackModel::on_code): a code of the model's own, never a trace's id (a code id holds a
+// pid, under 2^22, above its 32-bit sequence number).
+inline constexpr std::uint64_t reused_code_bit = 1ULL << 63;
+
 // The kernel frame of the time off the CPU, labelled "[off-cpu]".
 inline constexpr FrameId off_cpu_frame{0, true, false, true};
 
@@ -252,9 +257,13 @@ public:
     // outlive the model's use of it. noexcept.
     void set_listener(FrameListener* listener) noexcept { m_listener = listener; }
 
-    // python:code: registers the names of a code id; a later registration of the same id
-    // replaces it. name is co_name (empty when the trace does not have it); an empty file
-    // becomes no_file_name. Throws std::bad_alloc.
+    // python:code: registers the names of a code id. name is co_name (empty when the trace
+    // does not have it); an empty file becomes no_file_name. A later registration of the same
+    // id with other names (a program exec'd by a traced one goes on under its pid and counts
+    // its ids from 1 again; a pid is used again after wrapping around at pid_max) names the
+    // id's later events only: from then on the id stands for a code of the model's own (its
+    // frames' FrameId has reused_code_bit set), and the frames before keep their names.
+    // Throws std::bad_alloc.
     void on_code(std::uint64_t id, std::string module, std::string qualname, std::string file,
                  std::uint32_t first_line, std::string name = {});
 
@@ -418,7 +427,19 @@ private:
     Timestamp clip_begin(Timestamp ts) const noexcept { return ts < m_begin ? m_begin : ts; }
     Timestamp clip_end(Timestamp ts) const noexcept { return ts > m_end ? m_end : ts; }
 
+    // The id an event's code id stands for now: itself, or the model's own id once the code
+    // id was registered again with other names (on_code). noexcept.
+    std::uint64_t current_id(std::uint64_t code_id) const noexcept
+    {
+        if (m_reused_ids.empty())
+            return code_id;
+        const auto it = m_reused_ids.find(code_id);
+        return it == m_reused_ids.end() ? code_id : it->second;
+    }
+
     std::unordered_map<std::uint64_t, CodeNames> m_codes;
+    std::unordered_map<std::uint64_t, std::uint64_t> m_reused_ids; // see on_code
+    std::uint64_t m_next_reused = 0;
     std::unordered_map<std::string, std::uint64_t> m_c_index;
     std::vector<std::string> m_c_labels;
     std::string m_c_key; // reused buffer: no allocation per C call once warm

@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
 #include "core.hpp"
 #include "tally.hpp"
 
@@ -26,6 +28,26 @@ extern "C" __attribute__((visibility("default"))) int pyust_attach_stop(void*) n
     Py_XDECREF(module);
     return 0;
 }
+
+namespace {
+
+// Whether an exec of path (os.execv's or os.execve's first argument) can succeed: a file
+// descriptor (fexecve), or a file this process may execute.
+bool may_exec(py::handle path)
+{
+    if (PyLong_Check(path.ptr()))
+        return true;
+    PyObject* bytes = nullptr;
+    if (PyUnicode_FSConverter(path.ptr(), &bytes) == 0) {
+        PyErr_Clear(); // the exec itself raises the error
+        return false;
+    }
+    const bool is_executable = access(PyBytes_AS_STRING(bytes), X_OK) == 0;
+    Py_DECREF(bytes);
+    return is_executable;
+}
+
+} // namespace
 
 PYBIND11_MODULE(_native, module)
 {
@@ -124,6 +146,35 @@ PYBIND11_MODULE(_native, module)
         "The find_spec of pyust's sys.meta_path entry: None but for greenlet "
         "(pyust._greenlet.find_spec). Native, so that the program's imports run no Python "
         "code of pyust's, which a trace function (debugger, coverage, trace) would step into.");
+    module.def(
+        "leaving",
+        [](py::object original, bool is_exec) {
+            // A C function, so that a trace function (a debugger's) sees no frame of pyust's.
+            return py::cpp_function(
+                [original, is_exec](py::args args, py::kwargs kwargs) -> py::object {
+                    if (!is_exec) {
+                        hook::flush(true);
+                        return original(*args, **kwargs);
+                    }
+                    // os.execvp tries every directory of PATH in turn: the attempts that
+                    // cannot succeed must leave the caller's frames alone.
+                    if (args.empty() || !may_exec(args[0]))
+                        return original(*args, **kwargs);
+                    hook::before_exec();
+                    try {
+                        return original(*args, **kwargs);
+                    } catch (...) {
+                        hook::after_failed_exec();
+                        throw;
+                    }
+                },
+                py::name(py::str(original.attr("__name__")).cast<std::string>().c_str()),
+                py::doc(py::str(original.attr("__doc__")).cast<std::string>().c_str()));
+        },
+        py::arg("original"), py::arg("is_exec"),
+        "A wrapper of os._exit (is_exec false: the fast mode's records are written first, the "
+        "last) or of os.execv or os.execve (the calling thread's frames return first, and are "
+        "announced again if the exec fails).");
     module.def("before_os_fork", &hook::before_os_fork,
                "Mark this thread's fork as os.fork() (an os.register_at_fork before hook).");
     module.def("after_os_fork_parent", &hook::after_os_fork_parent,

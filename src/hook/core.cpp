@@ -784,6 +784,21 @@ void flush(bool is_final) noexcept
         s_state.emitter->flush_all(is_final);
 }
 
+void before_exec() noexcept
+{
+    if (!s_state.is_active)
+        return;
+    if (s_state.is_hooked)
+        close_stack(PyEval_GetFrame());
+    s_state.emitter->flush_all(false);
+}
+
+void after_failed_exec() noexcept
+{
+    if (s_state.is_active && s_state.is_hooked)
+        open_stack(PyEval_GetFrame());
+}
+
 void before_os_fork() noexcept
 {
     s_state.os_fork_tid = current_tid();

@@ -94,6 +94,17 @@ std::uint64_t emitted_events() noexcept;
 // which skips the interpreter's exit). final: no more records follow.
 void flush(bool is_final) noexcept;
 
+// Before an exec from Python (pyust wraps os.execv and os.execve, through which
+// os's other exec functions go): the process image ends there with its frames,
+// while its pid and the calling thread's tid go on in the program exec'd, which
+// may be traced too. The calling thread's frames get their returns (else the new
+// program's frames would nest in them) and the fast mode writes its records.
+void before_exec() noexcept;
+
+// After an exec that failed (it raised): the calling thread's frames go on, and
+// are announced again as calls.
+void after_failed_exec() noexcept;
+
 // LTTng-UST is kept consistent across fork() by pthread_atfork handlers that
 // init() installs (no LD_PRELOAD). In the child of os.fork() they restart it
 // (its own registration, listener threads and file descriptors); in the child

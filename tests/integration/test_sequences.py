@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lttng_harness import PYTHON, assert_balanced, python_version, run_hooked, setprofile_flow
+from lttng_harness import (FAST, PYTHON, assert_balanced, folded, python_version, run_hooked,
+                           run_pyust, setprofile_flow)
 
 FOO_BAR_BAZ = """\
 def baz():
@@ -274,6 +275,73 @@ def test_fork_child_records_its_own_pid_and_stack(session, make_program):
     assert any(e["name"] == "python:process" for e in child_events)
     assert any(e["name"] == "python:thread" and e["fields"]["tid"] == child
                for e in child_events)
+
+
+EXECS_ITSELF = """\
+import os, sys
+
+HOOK = %r
+
+def before():
+    return 1
+
+def after():
+    return 2
+
+def failed_exec():
+    try:
+        os.execv("/nonexistent/python", ["python"])
+    except OSError:
+        return "failed"
+
+def main():
+    if sys.argv[-1] == "again":
+        after()
+        return
+    before()
+    failed_exec()
+    # Found in the last directory of PATH: the tries before it fail.
+    path = "/nonexistent/bin:/usr/nonexistent:" + os.path.dirname(HOOK[0])
+    os.execvpe(os.path.basename(HOOK[0]), HOOK + [__file__, "again"],
+               dict(os.environ, PATH=path))
+
+main()
+"""
+
+
+def test_an_exec_ends_the_frames_that_made_it(session, make_program):
+    """An exec replaces the process image: the frames that made it return there, and the
+    program exec'd (traced too, under the same pid and tid, its code ids counted from 1
+    again) starts a stack of its own with its own names. An exec that cannot succeed leaves
+    the frames running: os.execvp's tries through PATH add nothing."""
+    hook = [PYTHON, "-m", "pyust", *(["--fast"] if FAST else []), "--"]
+    program = make_program(EXECS_ITSELF % hook)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    trace = session.read()
+    (pid,) = trace.pids()
+    # Each event named by the registration in force when it came.
+    names, flow = {}, []
+    for e in trace.threads()[(pid, pid)]:
+        if e["name"] == "python:code":
+            names[e["fields"]["id"]] = (e["fields"]["file"], e["fields"]["qualname"])
+        elif e["name"] in ("python:call", "python:return"):
+            file, qualname = names[e["fields"]["id"]]
+            if file == program:
+                flow.append((e["name"][7:], qualname))
+    assert flow == [
+        ("call", "<module>"), ("call", "main"), ("call", "before"), ("return", "before"),
+        ("call", "failed_exec"), ("return", "failed_exec"), ("return", "main"),
+        ("return", "<module>"),
+        ("call", "<module>"), ("call", "main"), ("call", "after"), ("return", "after"),
+        ("return", "main"), ("return", "<module>")]
+    # The report names both programs' frames, none nested in the other's.
+    stacks = folded(run_pyust(["report", str(session.path), "-f", "folded", "--modules",
+                               "__main__"]).stdout)
+    assert stacks.keys() == {"__main__:<module>", "__main__:<module>;__main__:main",
+                             "__main__:<module>;__main__:main;__main__:before",
+                             "__main__:<module>;__main__:main;__main__:failed_exec",
+                             "__main__:<module>;__main__:main;__main__:after"}, stacks
 
 
 def test_multiprocessing_fork_child(session, make_program):

@@ -225,13 +225,31 @@ TEST_CASE("lost events mark every thread seen on the stream, and the stream")
     CHECK(f.model.stream_gaps().at(0).size() == 1);
 }
 
-TEST_CASE("unknown ids are named by their value, and the latest registration wins")
+TEST_CASE("unknown ids are named by their value")
 {
     Feeder f;
     CHECK(f.model.label(FrameId{0xdeadULL, false}) == "<unknown 0xdead>");
-    f.model.on_code(0xdeadULL, "m", "old", "m.py", 1);
-    f.model.on_code(0xdeadULL, "m", "new", "m.py", 1);
-    CHECK(f.model.label(FrameId{0xdeadULL, false}) == "m:new");
+    f.model.on_code(0xdeadULL, "m", "known", "m.py", 1);
+    CHECK(f.model.label(FrameId{0xdeadULL, false}) == "m:known");
+}
+
+TEST_CASE("an id registered again with other names names only the frames after")
+{
+    // A program exec'd by a traced one goes on under the same pid and counts its code ids
+    // from 1 again: the old program's frames keep their names.
+    Feeder f;
+    const std::uint64_t id = 0x700000001ULL;
+    f.model.on_code(id, "__main__", "old", "old.py", 1);
+    f.call(10, id);
+    f.ret(20, id);
+    f.model.on_code(id, "__main__", "old", "old.py", 1); // a rundown: the same code
+    f.call(30, id);
+    f.ret(40, id);
+    f.model.on_code(id, "__main__", "new", "new.py", 1); // the exec'd program's
+    f.call(50, id);
+    f.ret(60, id);
+    CHECK(f.tree() == std::vector<std::string>{"__main__:old 2 20 20", "__main__:new 1 10 10"});
+    CHECK(f.model.code(id)->qualname == "old"); // the trace's id: its first code
 }
 
 TEST_CASE("the naming rule: module, file for exec'd code, [co_name] for renamed code")
