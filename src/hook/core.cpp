@@ -377,6 +377,46 @@ bool start_watcher() noexcept
     return is_ok;
 }
 
+// The emitter of a child of subprocess's fork with a preexec_fn (see fork_child): its events
+// go nowhere.
+class SilentEmitter final : public Emitter {
+public:
+    SilentEmitter() noexcept : Emitter(&k_off, nullptr) {}
+    void code(const CodeInfo&) noexcept override {}
+    void call(const CodeInfo&) noexcept override {}
+    void ret(const CodeInfo&, bool) noexcept override {}
+    void line(const CodeInfo&, std::uint32_t) noexcept override {}
+    void c_call(const char*, const char*) noexcept override {}
+    void c_return(bool) noexcept override {}
+    void thread(std::int64_t, const char*) noexcept override {}
+    void process(const char*, const char*, bool, bool, const char*) noexcept override {}
+    bool is_recording() const noexcept override { return false; }
+
+private:
+    static constexpr int k_off = 0;
+};
+
+SilentEmitter s_silent_emitter; // made at load time: nothing may be constructed in a child
+
+// Whether the thread forking runs subprocess.Popen._execute_child: subprocess forks through
+// Python's fork hooks when it has a preexec_fn to call in the child (else it forks, or
+// vforks, without them), and the child execs once preexec_fn returns.
+bool is_subprocess_fork() noexcept
+{
+    PyFrameObject* frame = PyEval_GetFrame(); // borrowed
+    if (frame == nullptr)
+        return false;
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    const bool is_execute_child =
+        PyUnicode_CompareWithASCIIString(code->co_name, "_execute_child") == 0;
+    Py_DECREF(code);
+    try {
+        return is_execute_child && module_of(frame) == "subprocess";
+    } catch (...) {
+        return false;
+    }
+}
+
 // pthread_atfork handlers: they run inside fork() itself, after Python's own
 // before-fork hooks, which is where liblttng-ust-fork.so would act too (see
 // hook.hpp for what the child does).
@@ -398,9 +438,16 @@ void fork_child() noexcept
 {
     const bool is_os_fork = s_state.os_fork_tid != 0 && s_state.os_fork_tid == s_state.forking_tid;
     s_state.os_fork_tid = 0;
-    if (!is_os_fork) {
+    if (!is_os_fork || s_state.is_subprocess_fork) {
         // About to exec (subprocess): LTTng-UST's locks may stay taken, its signal mask not.
+        // Restarting it would cost a round trip to the session daemon (3 s when the daemon
+        // does not answer) for the few calls of a preexec_fn, and leave the frames announced
+        // here open under the program exec'd: the hook stays, with nothing reaching LTTng-UST.
         pthread_sigmask(SIG_SETMASK, &s_state.fork_sigset, nullptr);
+        if (is_os_fork) {
+            s_state.emitter = &s_silent_emitter;
+            s_state.is_muted = true;
+        }
         return;
     }
     lttng_ust_after_fork_child(&s_state.fork_sigset);
@@ -802,16 +849,18 @@ void after_failed_exec() noexcept
 void before_os_fork() noexcept
 {
     s_state.os_fork_tid = current_tid();
+    s_state.is_subprocess_fork = s_state.is_active && is_subprocess_fork();
 }
 
 void after_os_fork_parent() noexcept
 {
     s_state.os_fork_tid = 0;
+    s_state.is_subprocess_fork = false;
 }
 
 void after_fork_child() noexcept
 {
-    if (!s_state.is_active)
+    if (!s_state.is_active || s_state.is_muted)
         return;
     // The child's process and thread events. The code ids it inherited keep
     // the parent's pid: their names are in the parent's registrations.

@@ -102,6 +102,49 @@ def test_two_hundred_fork_and_exec_children(tmp_path):
     assert "Assertion" not in traced.stderr
 
 
+PREEXEC = """\
+    import os, subprocess, sys
+
+    def in_preexec():
+        os.environ["SEEN"] = "yes"
+
+    def spawn():
+        done = subprocess.run(
+            [sys.executable, "-c",
+             "import os\\ndef child():\\n    print(os.getpid(), os.environ['SEEN'])\\nchild()"],
+            preexec_fn=in_preexec, capture_output=True, text=True, check=True)
+        print("child", done.stdout.strip(), flush=True)
+
+    print("program", os.getpid(), flush=True)
+    spawn()
+"""
+
+
+def test_a_preexec_fn_child_starts_its_own_stack(tmp_path):
+    """subprocess with a preexec_fn forks through Python's fork hooks and runs Python code
+    in the child before the exec. LTTng-UST is not restarted there (a round trip to the
+    session daemon for a few calls; 3 s when it does not answer), and nothing of the child
+    reaches the trace before the exec: the program exec'd, traced as a child, starts a stack
+    of its own instead of one inside the parent's frames, and the parent's trace holds
+    nothing of the child's."""
+    done, out, _ = _run(tmp_path, PREEXEC)
+    assert done.returncode == 0, done.stderr
+    pids = _pids(done.stdout)
+    child = int(done.stdout.split("child ")[1].split()[0])
+    assert done.stdout.endswith(" yes\n")  # the preexec_fn ran
+    trace = read_trace(out)
+    assert set(trace.pids()) == {pids["program"], child}
+    assert "in_preexec" not in _called(trace, pids["program"]) | _called(trace, child)
+    (events,) = [events for (pid, _), events in trace.threads().items()
+                 if pid == child and trace.flow(events)]
+    flow = trace.flow(events)
+    assert ("call", "child") in flow and ("call", "spawn") not in flow, flow
+    assert_balanced(trace, events)
+    for (pid, _), events in trace.threads().items():
+        if pid == pids["program"]:
+            assert_balanced(trace, events)
+
+
 # ------------------------------------------------------------ kinds of children
 
 def _run(tmp_path, program: str, *options, env=None, args=()):
