@@ -215,8 +215,8 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
 # return first, in either mode), os._exit only skips the interpreter's exit (where the fast
 # mode writes its last records). os's other exec functions go through execv and execve.
 _LEAVING = {"_exit": False, "execv": True, "execve": True}
-# name -> (the os function, pyust's wrapper of it) while wrapped.
-_wrapped = {}
+# name -> pyust's wrapper of that os function.
+_wrappers = {}
 
 
 def _wrap_leaving_functions(fast: bool) -> None:
@@ -228,11 +228,10 @@ def _wrap_leaving_functions(fast: bool) -> None:
         original = getattr(os, name, None)
         if original is None or not (fast or is_exec):
             continue
-        if name in _wrapped and original is _wrapped[name][1]:
+        if original is _wrappers.get(name):
             continue
-        wrapper = native.leaving(original, is_exec)
-        _wrapped[name] = (original, wrapper)
-        setattr(os, name, wrapper)
+        _wrappers[name] = native.leaving(original, is_exec)
+        setattr(os, name, _wrappers[name])
 
 
 def stop() -> None:

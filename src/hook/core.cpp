@@ -444,10 +444,8 @@ void fork_child() noexcept
         // does not answer) for the few calls of a preexec_fn, and leave the frames announced
         // here open under the program exec'd: the hook stays, with nothing reaching LTTng-UST.
         pthread_sigmask(SIG_SETMASK, &s_state.fork_sigset, nullptr);
-        if (is_os_fork) {
+        if (is_os_fork)
             s_state.emitter = &s_silent_emitter;
-            s_state.is_muted = true;
-        }
         return;
     }
     lttng_ust_after_fork_child(&s_state.fork_sigset);
@@ -837,7 +835,7 @@ void before_exec() noexcept
         return;
     if (s_state.is_hooked)
         close_stack(PyEval_GetFrame());
-    s_state.emitter->flush_all(false);
+    flush(false);
 }
 
 void after_failed_exec() noexcept
@@ -860,7 +858,7 @@ void after_os_fork_parent() noexcept
 
 void after_fork_child() noexcept
 {
-    if (!s_state.is_active || s_state.is_muted)
+    if (!s_state.is_active || s_state.emitter == &s_silent_emitter)
         return;
     // The child's process and thread events. The code ids it inherited keep
     // the parent's pid: their names are in the parent's registrations.

@@ -36,7 +36,6 @@ struct State {
     std::int64_t forking_tid = 0;
     std::int64_t os_fork_tid = 0;
     bool is_subprocess_fork = false; // os_fork_tid's fork is subprocess's, with a preexec_fn
-    bool is_muted = false;           // a child of such a fork: nothing reaches LTTng-UST
 };
 
 // Guarded by the GIL. Never destroyed: daemon threads may still be inside
