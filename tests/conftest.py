@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "integration"))
 
+from local_user import LocalUser, needs_local_user  # noqa: E402
 from lttng_harness import lttng  # noqa: E402
 
 
@@ -21,3 +22,15 @@ def sessiond():
     if lttng("list", check=False).returncode != 0:
         subprocess.run(["lttng-sessiond", "--daemonize"], check=True, timeout=60)
     yield
+
+
+@pytest.fixture
+def local_user():
+    """A fresh unprivileged local user for one test, removed after it (skips where none
+    can be made): the other user of issue 26's tests."""
+    needs_local_user()
+    user = LocalUser()
+    try:
+        yield user
+    finally:
+        user.close()

@@ -2,6 +2,8 @@
 user that root's pyust must never act for (issue 26). The attacker's side of a
 test runs as this user (setpriv), with a home of its own.
 
+    def test_x(local_user):                       # the fixture (tests/conftest.py)
+        local_user.run(...)
     with LocalUser() as mallory:
         mallory.run(PYTHON, "-c", "...")          # as the user, in its home
         mallory.spawn(...)                        # a Popen, killed at close
@@ -97,17 +99,3 @@ class LocalUser:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-@pytest.fixture
-def local_user():
-    """A fresh unprivileged local user for one test (skips where none can be made)."""
-    needs_local_user()
-    user = LocalUser()
-    try:
-        yield user
-    finally:
-        user.close()
-
-
-__all__ = ["LocalUser", "local_user", "needs_local_user"]
