@@ -234,7 +234,7 @@ class Session:
 
     @classmethod
     def create_started(cls, name: str, output: str, config: ChannelConfig,
-                       trace_format: str | None = None):
+                       trace_format: str | None = None, *, user: int | None = None):
         """A new session writing to output, its channel pyust recording python:* with
         the contexts, started: one `lttng load` of a session configuration instead
         of four commands (create, enable-channel, enable-event, add-context), each a
@@ -244,7 +244,8 @@ class Session:
         for what this does not write (then create() and the rest, whose messages
         name the option a user got wrong). trace_format: a key of TRACE_FORMATS; without
         it, LTTng 2.15+ loads a configuration as CTF 1.8, not as `lttng create`'s default:
-        callers wanting that default on such an LTTng use create()."""
+        callers wanting that default on such an LTTng use create(). user: record the
+        user-space events of this user's processes only (as track_user())."""
         subbuf_size = _size_bytes(config.subbuf_size)
         if (subbuf_size is None or subbuf_size < os.sysconf("SC_PAGE_SIZE")
                 or not _power_of_two(subbuf_size) or not _power_of_two(config.num_subbuf)
@@ -268,7 +269,12 @@ class Session:
             "<read_timer_interval>0</read_timer_interval><output_type>MMAP</output_type>"
             "<events><event><name>python:*</name><enabled>true</enabled>"
             "<type>TRACEPOINT</type><loglevel_type>ALL</loglevel_type></event></events>"
-            f"<contexts>{contexts}</contexts></channel></channels></domain></domains>"
+            f"<contexts>{contexts}</contexts></channel></channels>"
+            + ("" if user is None else
+               "<process_attr_trackers><vuid_process_attr_tracker><process_attr_values>"
+               f"<vuid><id>{int(user)}</id></vuid></process_attr_values>"
+               "</vuid_process_attr_tracker></process_attr_trackers>")
+            + "</domain></domains>"
             "<started>false</started><output><consumer_output><enabled>true</enabled>"
             f"<destination><path>{_xml_text(output)}</path></destination></consumer_output>"
             "</output></session></sessions>")
@@ -372,6 +378,14 @@ class Session:
         _run(["untrack", "--userspace", "--session", self.name, "--vpid", "--all"])
         _check(_run(["track", "--userspace", "--session", self.name, "--vpid", str(pid)]),
                f"cannot track process {pid}")
+
+    def track_user(self, uid: int) -> None:
+        """Records the user-space events of user uid's processes only (LTTng's vuid
+        tracker, before start()): a root session daemon takes the registrations of every
+        user's traced programs, and without it any local user whose hook wakes on a session
+        enabling python:* would write into this session's trace."""
+        _check(_run(["track", "--userspace", "--session", self.name, "--vuid", str(uid)]),
+               f"cannot track the processes of user {uid}")
 
     def start(self) -> None:
         what = f"cannot start session {self.name!r}"

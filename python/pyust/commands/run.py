@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m pyust run",
         description=(
             "Create an LTTng session, record the program's python:* events (with the "
-            "vpid and vtid contexts) into it, then stop and destroy the "
+            "vpid and vtid contexts; the processes of the user running pyust only, "
+            "never another user's) into it, then stop and destroy the "
             "session and print where the trace is, how many events it holds and how "
             "many LTTng discarded. A session daemon is started if none is running."
         ),
@@ -222,7 +223,7 @@ class _Plan:
                                     or (self.knows_formats and not self.trace_format)):
                 # The usual case: one `lttng load` (and the metadata timer, the start).
                 session = lttng.Session.create_started(self.name, self.output, self.config,
-                                                       self.trace_format)
+                                                       self.trace_format, user=os.getuid())
                 if session is not None:
                     return session
             if self.relay:
@@ -237,6 +238,9 @@ class _Plan:
             raise
         try:
             session.set_metadata_timer()
+            # The run's own user only: other users' programs whose hooks wake on any
+            # session enabling python:* must not write into this trace.
+            session.track_user(os.getuid())
             session.enable_python(self.config)
             if args.native:
                 from .. import native
@@ -276,12 +280,23 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
         summary += ": events not counted (babeltrace2 missing or failed)"
     summary += f", {discarded} discarded by LTTng"
     summary += children.traced(processes)
+    summary += f", {_user_name(os.getuid())}'s processes only"
     lines.append(summary)
     if discarded:
         what = "batches of records (fast mode)" if args.fast else "events"
         lines.append(f"pyust: {what} were lost because the buffers filled up: use larger "
                      "buffers (--subbuf-size, --num-subbuf) or --no-discard")
     return lines
+
+
+def _user_name(uid: int) -> str:
+    """uid's login name, or `user UID` for one the password database does not know."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"user {uid}"
 
 
 def _destroy_if_ours(name: str, output: str | None, *, generated: bool) -> None:
