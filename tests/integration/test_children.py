@@ -269,17 +269,18 @@ def test_summary_counts_processes_and_nothing_is_left(tmp_path):
     summary does not count."""
     done, _, tmpdir = _run(tmp_path, SUMMARY)
     assert done.returncode == 0, done.stderr
-    assert re.search(r": \d+ events recorded, 0 discarded by LTTng; 3 processes traced\n\Z",
+    assert re.search(r": \d+ events recorded, 0 discarded by LTTng; 3 processes traced, \S+'s processes only\n\Z",
                      done.stderr), done.stderr
     assert list(tmpdir.iterdir()) == []
     (tmp_path / "second").mkdir()
     alone, _, _ = _run(tmp_path / "second", SUMMARY, "--no-children")
     assert alone.returncode == 0, alone.stderr
-    assert alone.stderr.endswith(" discarded by LTTng\n"), alone.stderr
+    assert re.search(r" discarded by LTTng, \S+'s processes only\n\Z", alone.stderr), alone.stderr
     (tmp_path / "third").mkdir()
     uncounted, _, _ = _run(tmp_path / "third", SUMMARY, "--no-count")
     assert uncounted.returncode == 0, uncounted.stderr
-    assert uncounted.stderr.endswith(", 0 discarded by LTTng; 3 processes traced\n"), \
+    assert re.search(r", 0 discarded by LTTng; 3 processes traced, \S+'s processes only\n\Z",
+                     uncounted.stderr), \
         uncounted.stderr
 
 

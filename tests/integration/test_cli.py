@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -32,10 +33,11 @@ def test_run_traces_and_summarises(make_program, tmp_path):
     assert result.stdout == "done\n"
     summary = result.stderr.strip().splitlines()[-1]
     match = re.fullmatch(r"pyust: trace in (\S+): (\d+) events recorded, (\d+) discarded by LTTng"
-                         r"; 1 process traced",
+                         r"; 1 process traced, (\S+)'s processes only",
                          summary)
     assert match, summary
     assert match.group(1) == str(out)
+    assert match.group(4) == pwd.getpwuid(os.getuid()).pw_name
     trace = read_trace(out)
     assert int(match.group(2)) == len(trace.events)
     trace = read_trace(out, tmp_path)

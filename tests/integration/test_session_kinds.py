@@ -71,7 +71,8 @@ def test_snapshot_holds_the_latest_events_and_says_stacks_start_part_way(make_pr
                                  "--num-subbuf", "2")
     summary = result.stderr.strip().splitlines()[-1]
     assert re.fullmatch(rf"pyust: snapshot \(the latest events\) in {re.escape(str(out))}: "
-                        r"\d+ events recorded, \d+ discarded by LTTng; 1 process traced",
+                        r"\d+ events recorded, \d+ discarded by LTTng; 1 process traced, "
+                        r"\S+'s processes only",
                         summary), summary
     assert [p.name.startswith("snapshot-1-") for p in out.iterdir()] == [True]
     _assert_starts_part_way(out, pid)
