@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 
 PTH_NAME = "pyust-activate.pth"
 DEFAULT_VARIABLE = "PYUST"
@@ -38,16 +39,32 @@ def pth_line(variable: str) -> str:
 
 
 def enable(variable: str = DEFAULT_VARIABLE) -> str:
-    """Write the .pth; returns its path. Raises PthError."""
+    """Write the .pth, mode 0644 whatever the umask; returns its path. Raises PthError.
+
+    The line goes into a new file beside it that is then renamed into place: a
+    symbolic link planted at the .pth's name is replaced, its target never
+    written, and no interpreter reads a half-written line."""
     if not _VARIABLE_RE.match(variable):
         raise PthError(f"{variable!r} is not an environment variable name (letters, digits, _)")
     path = pth_path()
     line = pth_line(variable)
+    temporary = None
     try:
-        with open(path, "w", encoding="utf-8") as stream:
+        # mkstemp creates it (O_EXCL, never through a link), 0600; not a .pth while partial.
+        fd, temporary = tempfile.mkstemp(prefix=f".{PTH_NAME}-", suffix=".part", dir=site_dir())
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            os.fchmod(fd, 0o644)  # every user's interpreter reads it; nobody else writes it
             stream.write(line)
+        os.replace(temporary, path)
+        temporary = None
     except OSError as error:
         raise PthError(f"cannot write {path}: {error.strerror} (run as the owner of {site_dir()})") from None
+    finally:
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
     return path
 
 

@@ -121,3 +121,34 @@ def test_old_pth_line_still_names_its_variable(venv):
     finally:
         pth.unlink()
     assert (old, new) == ("OLD_VAR\n", "NEW_VAR\n")
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o077], ids=["umask-000", "umask-077"])
+def test_pth_is_0644_and_replaces_a_link(venv, tmp_path, umask):
+    """`pyust enable` writes its .pth 0644 whatever the umask: with umask 0 it was 0666
+    before the fix (any user could make every interpreter of the environment run their
+    code), with 077 0600 (other users' interpreters could not read it). A symbolic link
+    planted at its name is replaced, its target left as it was (before: written)."""
+    python, site, env = venv
+    pth = site / "pyust-activate.pth"
+
+    def enable():
+        enabled = subprocess.run([python, "-m", "pyust", "enable", "MY_TRACE"],
+                                 capture_output=True, text=True, env=env,
+                                 preexec_fn=lambda: os.umask(umask))
+        assert enabled.returncode == 0, enabled.stderr
+        assert "activate('MY_TRACE')" in pth.read_text()
+        return oct(pth.lstat().st_mode & 0o7777)
+
+    target = tmp_path / "target"
+    target.write_text("untouched\n")
+    target.chmod(0o600)
+    try:
+        assert enable() == oct(0o644)
+        pth.unlink()
+        pth.symlink_to(target)
+        assert enable() == oct(0o644)
+    finally:
+        pth.unlink()
+    assert target.read_text() == "untouched\n"
+    assert [p.name for p in site.iterdir() if "pyust-activate" in p.name] == []
