@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import os
 import pty
+import resource
 import signal
 import subprocess
 import termios
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-from lttng_harness import (PYTHON, child_env, lttng, lttng_held_at_setup, read_trace,
+from lttng_harness import (PYTHON, child_env, lttng, lttng_held_at_setup, read_trace, run_pyust,
                            session_names, unique_name, wait_held)
 
 # Prints its pid once its function runs, then waits in that function.
@@ -227,3 +228,100 @@ def test_signal_before_the_program_starts_leaves_no_session(tmp_path):
         assert child.returncode == -signal.SIGHUP, child.stderr_text
         assert child.stdout.read() == ""  # the program did not run
         assert name not in session_names()
+
+
+# Dies of the signal given as its argument, as the untraced program does, dumping no core.
+KILLS_ITSELF = """\
+import os, resource, signal, sys
+def dies(signum):
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if signum != signal.SIGKILL:
+        signal.signal(signum, signal.SIG_DFL)  # Python ignores SIGPIPE and SIGXFSZ
+    os.kill(os.getpid(), signum)
+dies(int(sys.argv[1]))
+"""
+
+
+def _core_files_land_in_the_cwd() -> bool:
+    """Whether a core dump is a file in the dumping process's directory (core_pattern
+    `core` or `core.%p`, not a program such as systemd-coredump, not another directory)."""
+    with open("/proc/sys/kernel/core_pattern") as stream:
+        pattern = stream.read().strip()
+    return not pattern.startswith("|") and "/" not in pattern
+
+
+@pytest.mark.parametrize("signum", [
+    signal.SIGKILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGPIPE,
+    signal.SIGRTMAX,
+], ids=lambda s: signal.Signals(s).name if s != signal.SIGRTMAX else "SIGRTMAX")
+def test_program_killed_by_any_signal(tmp_path, signum):
+    """A program killed by SIGKILL (an out-of-memory kill): pyust run printed a traceback
+    (signal.signal(SIGKILL, SIG_DFL) fails with EINVAL) and exited 1. Now pyust run ends
+    killed by the program's signal, as the untraced program ends (the shell's 128 + N),
+    after its summary, and without a core dump of its own: where core files go to the
+    current directory, pyust run may dump there (its limit is unlimited), and leaves none."""
+    program = tmp_path / "prog.py"
+    program.write_text(KILLS_ITSELF)
+    plain = subprocess.run([PYTHON, program, str(signum)], capture_output=True, text=True,
+                           env=child_env(), timeout=60)
+    assert plain.returncode == -signum, plain.stderr
+    dumps = _core_files_land_in_the_cwd()
+    limit = resource.RLIM_INFINITY if dumps else 0
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    name = unique_name("sig")
+    out = tmp_path / "trace"
+    done = run_pyust(["run", "--name", name, "-o", str(out), "--", str(program), str(signum)],
+                     cwd=cwd, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE,
+                                                                    (limit, limit)))
+    assert done.returncode == plain.returncode, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"pyust: trace in {out}: "), done.stderr
+    assert name not in session_names()
+    assert list(cwd.iterdir()) == []
+
+
+# Ends one forked process per signal given by pyust run's own end (exit_like, as when the
+# program died of that signal), and one by the signal itself (the untraced program's end);
+# prints each signal's two statuses as the shell sees them.
+EVERY_SIGNAL = """\
+import os, resource, signal, sys
+from pyust.commands.run import exit_like
+
+def ended(signum, like_pyust_run):
+    pid = os.fork()
+    if pid == 0:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if like_pyust_run:
+            os._exit(exit_like(-signum))
+        if signum != signal.SIGKILL:
+            signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+for signum in map(int, sys.argv[1:]):
+    print(signum, ended(signum, False), ended(signum, True))
+"""
+
+# The signals whose default action is not to end the process (Linux signal(7)).
+_NOT_ENDING = {signal.SIGCHLD, signal.SIGCONT, signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN,
+               signal.SIGTTOU, signal.SIGURG, signal.SIGWINCH}
+
+
+def test_pyust_run_ends_as_the_program_for_every_signal():
+    """Every signal whose default action ends a process (the 23 standard ones and
+    SIGRTMIN to SIGRTMAX): pyust run's end for a program killed by it gives the status of a
+    process killed by it. Before: SIGKILL ended with status 1 (EINVAL), the others passed.
+    (One fork per signal of one interpreter: a pyust run per signal would take 13 s.)"""
+    signums = [s for s in range(1, signal.SIGRTMAX + 1)
+               if s not in _NOT_ENDING and (s < 32 or s >= signal.SIGRTMIN)]
+    done = subprocess.run([PYTHON, "-c", EVERY_SIGNAL, *map(str, signums)], capture_output=True,
+                          text=True, env=child_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    statuses = {int(s): (int(plain), int(ours)) for s, plain, ours in
+                (line.split() for line in done.stdout.splitlines())}
+    assert sorted(statuses) == signums
+    assert {s: plain for s, (plain, _) in statuses.items()} == {s: -s for s in signums}
+    assert {s: ours for s, (_, ours) in statuses.items()} == {s: -s for s in signums}, \
+        done.stderr

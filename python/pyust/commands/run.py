@@ -462,12 +462,50 @@ _CHILD_CODE = "import sys; from pyust._runner import main; sys.exit(main(sys.arg
 
 def exit_like(status: int) -> int:
     """The child's exit status as ours: a child killed by a signal kills us
-    with the same signal, so a shell sees what it would see untraced."""
+    with the same signal, so a shell sees what it would see untraced. Returns
+    only when the signal cannot kill us (128 + the signal, the shell's value)."""
     if status >= 0:
         return status
     signum = -status
     sys.stdout.flush()
     sys.stderr.flush()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
+    die_of(signum)
     return 128 + signum
+
+
+def die_of(signum: int) -> None:
+    """Ends this process killed by signum, as the shell reports a program killed
+    by it (SIGKILL of an out-of-memory kill, SIGSEGV, a real-time signal: any
+    whose default action ends a process), without a core dump of pyust's own: a
+    core file or crash report of pyust's interpreter would say nothing about the
+    program, and could replace the program's own core file. Returns when signum
+    does not end a process by default."""
+    _not_dumpable()
+    try:
+        signal.signal(signum, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass  # SIGKILL and SIGSTOP: at their default always
+    # A signal blocked when pyust run started (its mask is inherited) would wait.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    os.kill(os.getpid(), signum)
+
+
+def _not_dumpable() -> None:
+    """The kernel dumps no core of this process from now on, whether core_pattern
+    is a file (RLIMIT_CORE) or a program such as systemd-coredump or apport, which
+    the kernel does not start for a process that is not dumpable."""
+    import resource
+
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    except (OSError, ValueError):
+        pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+_PR_SET_DUMPABLE = 4  # <linux/prctl.h>
