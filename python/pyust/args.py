@@ -1,5 +1,6 @@
 """Command-line support shared by pyust's commands: the one-line usage error, the parser
-that raises it, the hook options, and the types of option values (durations, times on
+that raises it, the hook options, the directories pyust writes into (checked so that no
+other user can steer the writes), and the types of option values (durations, times on
 a trace's clock, ids, counts, sizes, shares, seconds, module prefixes).
 
 A leaf of the package: it imports nothing of pyust's. Every mistake raises UsageError
@@ -13,6 +14,7 @@ import argparse
 import datetime as _datetime
 import os
 import re
+import stat
 from decimal import Decimal, InvalidOperation
 
 
@@ -128,41 +130,106 @@ def module_prefixes(values: list | None, option: str = "--modules") -> str | Non
 
 # ------------------------------------------------------------ directories
 
-def output_directory(path: str) -> str:
-    """The trace directory of --output, made private (0700) here unless it exists empty.
-    A symbolic link is refused: nobody can steer the trace elsewhere."""
-    path = os.path.abspath(path)
-    if os.path.islink(path):
-        raise UsageError(f"--output {path} is a symbolic link: give the directory itself")
+def output_directory(path: str, option: str = "--output") -> str:
+    """The trace directory of option (--output): created private (0700) here, or an
+    existing empty one. Its path must be safe (safe_directory_path); returns it with the
+    symbolic links of its parents resolved. Raises UsageError."""
+    path = safe_directory_path(path, option)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         os.mkdir(path, 0o700)
         return path
     except FileExistsError:
         pass
     except OSError as error:
-        raise UsageError(f"--output {path}: cannot create it: {error.strerror}") from None
-    if not os.path.isdir(path) or os.path.islink(path):
-        raise UsageError(f"--output {path} exists and is not a directory")
+        raise UsageError(f"{option} {path}: cannot create it: {error.strerror}") from None
+    _check_directory(path, path, option, final=True)
     if os.listdir(path):
-        raise UsageError(f"--output {path} is not empty: choose another directory "
+        raise UsageError(f"{option} {path} is not empty: choose another directory "
                          "or remove this one")
     return path
 
 
 def private_directory(path: str, option: str) -> str:
-    """A directory of option's (--shm-path), created private (0700) when missing; never
-    a symbolic link."""
+    """A directory of option's (--shm-path), created private (0700) when missing; its
+    path safe as for output_directory. Raises UsageError."""
+    path = safe_directory_path(path, option)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise UsageError(f"{option} {path}: cannot create it: {error.strerror}") from None
+    _check_directory(path, path, option, final=True)
+    return path
+
+
+def safe_directory_path(path: str, option: str) -> str:
+    """path (absolute, its parents' links resolved) where pyust, or a session daemon
+    running as root, will write: after the checks, nobody but the caller and root can
+    change what it names. The directory is not made here; its missing parents are
+    (0755 at most).
+
+    As OpenSSH checks the paths it trusts: the directory is not a symbolic link, and it
+    and each of its parents that exists belongs to the caller or to root. A parent that
+    others may write to (its group or every user) is refused unless it has the sticky
+    bit, as /tmp has: there, only an entry's owner can remove or rename it. The
+    directory itself may not be writable by others at all, sticky or not: they could
+    create the names the trace will take (a link planted at ust/ steers root's writes
+    anywhere). Raises UsageError with the reason."""
     path = os.path.abspath(path)
     if os.path.islink(path):
         raise UsageError(f"{option} {path} is a symbolic link: give the directory itself")
-    try:
-        os.makedirs(path, 0o700, exist_ok=True)
-    except OSError as error:
-        raise UsageError(f"{option} {path}: cannot create it: {error.strerror}") from None
-    if not os.path.isdir(path):
-        raise UsageError(f"{option} {path} exists and is not a directory")
+    # Links above it are resolved once, here: the path returned has none, and its checked
+    # parents keep anyone else from putting one there.
+    path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    current = "/"
+    for name in [""] + os.path.dirname(path).split("/")[1:]:
+        current = os.path.join(current, name)
+        try:
+            if not os.path.lexists(current):
+                os.mkdir(current, 0o755)
+        except FileExistsError:
+            pass
+        except OSError as error:
+            raise UsageError(f"{option} {path}: cannot create {current}: "
+                             f"{error.strerror}") from None
+        _check_directory(current, path, option, final=False)
     return path
+
+
+def _check_directory(directory: str, path: str, option: str, final: bool) -> None:
+    """Raises UsageError unless directory (path itself when final, else one of its
+    parents) is a directory that only the caller and root can change, or (a parent) one
+    with the sticky bit."""
+    try:
+        info = os.lstat(directory)
+    except OSError as error:
+        raise UsageError(f"{option} {path}: cannot examine {directory}: "
+                         f"{error.strerror}") from None
+    what = f"{option} {path}" + ("" if final else f": {directory}")
+    if stat.S_ISLNK(info.st_mode):
+        raise UsageError(f"{what} is a symbolic link: give the directory itself")
+    if not stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{what} exists and is not a directory")
+    if info.st_uid not in (0, os.geteuid()):
+        raise UsageError(f"{what} belongs to {_user_name(info.st_uid)}, who could change "
+                         "what is in it: give a directory of your own")
+    others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if others and (final or not info.st_mode & stat.S_ISVTX):
+        who = "every user" if info.st_mode & stat.S_IWOTH else "its group"
+        sticky = "" if final else " without the sticky bit"
+        raise UsageError(f"{what} is writable by {who} (mode "
+                         f"{stat.S_IMODE(info.st_mode):04o}){sticky}, who could change what "
+                         "is in it: give a directory of your own")
+
+
+def _user_name(uid: int) -> str:
+    import pwd  # only on this error
+
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 # ----------------------------------------------------- durations and times

@@ -281,6 +281,28 @@ def test_errors_are_one_line(tmp_path):
         sleeper.wait()
 
 
+def test_output_directory_others_can_change_is_refused(tmp_path):
+    """pyust attach -o takes only a directory nobody but the caller (or root) can change,
+    as pyust run -o (test_cli): a group-writable one is refused with one line, before
+    anything is attached (issue 26; before: the trace went there)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o770)
+    process = start_program(tmp_path, BUSY)
+    try:
+        result = subprocess.run([PYTHON, "-m", "pyust", "attach", str(process.pid), "-o",
+                                 str(shared), "--duration", "0.1"], capture_output=True,
+                                text=True, env=child_env(), timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (f"pyust: error: --output {shared} is writable by its group "
+                                 "(mode 0770), who could change what is in it: give a "
+                                 "directory of your own\n")
+        assert list(shared.iterdir()) == []
+    finally:
+        (tmp_path / "END").write_text("")
+        process.communicate(timeout=60)
+
+
 def test_another_users_process_is_refused(tmp_path):
     """A user attaching to a process of another user: one line naming the fix."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:

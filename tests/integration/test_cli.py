@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,73 @@ def test_output_directory_is_private_and_never_a_link(make_program, tmp_path):
     assert result.returncode == 2
     assert "is a symbolic link" in result.stderr
     assert list(target.iterdir()) == []
+
+
+@pytest.fixture
+def sticky_dir():
+    """A directory like /tmp, of the test's own: every user may create in it, and the
+    sticky bit keeps them from removing or renaming what is not theirs."""
+    path = Path(tempfile.mkdtemp(prefix="pyust-sticky-", dir="/tmp"))
+    path.chmod(0o1777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _refused(args: list, reason: str) -> None:
+    result = run_pyust(args)
+    lines = result.stderr.strip().splitlines()
+    assert (result.returncode, len(lines)) == (2, 1), result.stderr
+    assert lines[0].startswith("pyust: error: ") and reason in lines[0], result.stderr
+
+
+def test_output_directory_another_user_can_change_is_refused(make_program, local_user,
+                                                              sticky_dir):
+    """Issue 26: another user's empty world-writable directory, given to root's pyust run as
+    -o or --shm-path, was taken (the user could plant links in it that root's consumer daemon
+    followed); and so was a directory under another user's. Now each is refused with one line
+    saying whose it is, and the run writes nothing. Under a sticky parent (/tmp's kind), a
+    directory of the caller's own is taken."""
+    program = make_program(SIMPLE)
+    planted, owned = sticky_dir / "planted", sticky_dir / "owned"
+    made = local_user.python(f"import os\nos.mkdir({str(planted)!r})\nos.chmod({str(planted)!r}, "
+                             f"0o777)\nos.mkdir({str(owned)!r}, 0o700)\n")
+    assert made.returncode == 0, made.stderr
+    who = f"belongs to user {local_user.name} (uid {local_user.uid})"
+    _refused(["run", "-o", str(planted), "--", program], who)
+    _refused(["run", "--shm-path", str(planted), "--", program], who)
+    _refused(["run", "-o", str(owned), "--", program], who)
+    _refused(["run", "-o", str(owned / "trace"), "--", program], f"{owned} {who}")
+    assert list(planted.iterdir()) == []
+    mine = sticky_dir / "mine" / "trace"
+    result = run_pyust(["run", "-o", str(mine), "--", program])
+    assert result.returncode == 0, result.stderr
+    assert (mine.parent.stat().st_uid, mine.stat().st_uid) == (os.geteuid(), os.geteuid())
+    assert read_trace(mine).of("python:call")
+
+
+def test_output_directory_writable_by_others_is_refused(make_program, tmp_path, sticky_dir):
+    """The caller's own directories that others may write to: the output directory
+    group-writable, or world-writable even with the sticky bit (others could create the
+    names the trace takes); a parent group- or world-writable without the sticky bit (its
+    entries could be swapped). Each is refused with one line; a sticky parent is fine."""
+    program = make_program(SIMPLE)
+    group = tmp_path / "group"
+    group.mkdir()
+    group.chmod(0o770)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    _refused(["run", "-o", str(group), "--", program], "is writable by its group (mode 0770)")
+    _refused(["run", "-o", str(group / "trace"), "--", program],
+             f"{group} is writable by its group (mode 0770) without the sticky bit")
+    _refused(["run", "-o", str(shared / "trace"), "--", program],
+             f"{shared} is writable by every user (mode 0777) without the sticky bit")
+    _refused(["run", "-o", str(sticky_dir), "--", program],
+             "is writable by every user (mode 1777)")
+    _refused(["run", "--shm-path", str(group), "--", program], "is writable by its group")
+    assert not (group / "trace").exists() and not (shared / "trace").exists()
 
 
 def test_session_name_taken(make_program, tmp_path):

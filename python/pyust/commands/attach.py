@@ -31,7 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("pid", type=int, metavar="PID", help="the process to trace")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="trace directory, created private (0700); it must not exist or "
-                             "be empty (default: lttng's, $LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
+                             "be empty, and not be a symbolic link; it and its parents must be "
+                             "yours or root's and writable by nobody else (a parent may be if "
+                             "sticky, as /tmp) (default: lttng's, "
+                             "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
     parser.add_argument("--name", help="session name (default: pyust-attach-PID-TIME)")
     parser.add_argument("--duration", type=float, metavar="SECONDS",
                         help="record for this long, then detach (default: until Ctrl-C or "

@@ -43,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="trace directory, created private (0700); it must not exist or "
-                             "be empty, and not be a symbolic link (default: lttng's, "
+                             "be empty, and not be a symbolic link; it and its parents must be "
+                             "yours or root's and writable by nobody else (a parent may be if "
+                             "sticky, as /tmp) (default: lttng's, "
                              "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
     parser.add_argument("--name", help="session name (default: pyust-PID-TIME)")
     cli_args.add_channel_options(parser, lttng.TRACE_FORMATS)
@@ -55,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--shm-path", metavar="DIR",
                         help="keep the ring buffers as files in DIR (lttng create --shm-path): "
                              "if the session daemon crashes, `lttng-crash -x OUT DIR` still "
-                             "extracts the last events (pyust run prints the command)")
+                             "extracts the last events (pyust run prints the command); created "
+                             "private (0700) when missing, yours or root's as for --output")
     parser.add_argument("--snapshot", action="store_true",
                         help="flight recorder: keep only the latest events in the buffers "
                              "(--subbuf-size x --num-subbuf per CPU, overwriting the oldest) and "
