@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <new>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hook.hpp"
@@ -17,26 +18,45 @@ EventTally own_tally;
 std::string tally_directory; // empty until tally_into()
 
 // A new zeroed EventTally in a new file of directory (0600, named after the
-// process, unique even when pids repeat), or nullptr with errno set.
+// process, unique even when pids repeat), or nullptr with errno set. Only in a
+// directory of the run's: not a symbolic link, this process's user's, 0700. A
+// process can outlive its run, and once the run's directory is gone another
+// user may make one of that name (in /tmp): there, or where a link there
+// points, the process creates nothing.
 EventTally* map_new_file(const std::string& directory) noexcept
 {
-    std::string path;
-    try {
-        path = directory + "/tally-" + std::to_string(getpid()) + "-XXXXXX";
-    } catch (...) {
-        errno = ENOMEM;
+    const int dir = open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0)
+        return nullptr;
+    struct stat info;
+    if (fstat(dir, &info) != 0 || info.st_uid != geteuid() || (info.st_mode & 077) != 0) {
+        close(dir);
+        errno = EPERM;
         return nullptr;
     }
-    const int fd = mkostemp(path.data(), O_CLOEXEC);
-    if (fd < 0)
-        return nullptr;
+    std::string name;
+    int fd = -1;
+    errno = EEXIST;
+    for (unsigned attempt = 0; fd < 0 && errno == EEXIST && attempt < 10000; ++attempt) {
+        try {
+            name = "tally-" + std::to_string(getpid()) + "-" + std::to_string(attempt);
+        } catch (...) {
+            errno = ENOMEM;
+            break;
+        }
+        fd = openat(dir, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    }
     void* memory = MAP_FAILED;
-    if (ftruncate(fd, sizeof(EventTally)) == 0)
+    if (fd >= 0 && ftruncate(fd, sizeof(EventTally)) == 0)
         memory = mmap(nullptr, sizeof(EventTally), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     const int error = errno;
-    close(fd);
+    if (fd >= 0) {
+        close(fd);
+        if (memory == MAP_FAILED)
+            unlinkat(dir, name.c_str(), 0);
+    }
+    close(dir);
     if (memory == MAP_FAILED) {
-        unlink(path.c_str());
         errno = error;
         return nullptr;
     }

@@ -37,7 +37,9 @@ inline EventTally& tally() noexcept
 
 // Counts into a new file of directory from now on, starting with what was
 // counted so far. Call with the GIL held while no thread writes batches (before
-// start()). Throws TracerError when the file cannot be made.
+// start()). Throws TracerError when the file cannot be made, or when directory
+// is not a run's (a symbolic link, another user's, or open to others: once the
+// run is over, another user may have made it).
 void tally_into(const std::string& directory);
 
 // In the child of os.fork(): a file of its own, from 0 (back to the process's

@@ -7,11 +7,15 @@ that subprocess forks and execs all exit 0."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -399,7 +403,7 @@ def test_other_processes_on_the_machine_are_untouched(tmp_path):
         beside = subprocess.run([PYTHON, "-c", "import os, sys\ndef beside():\n    pass\nbeside()\n"
                                  "print(os.getpid(), 'pyust' in sys.modules, "
                                  "os.environ.get('PYUST'), [p for p in sys.path if "
-                                 "'pyust-children-' in p])"],
+                                 "'pyust-children-' in p or p.endswith('_children')])"],
                                 capture_output=True, text=True, env=child_env(), timeout=60)
     finally:
         (tmp_path / "go").touch()
@@ -491,3 +495,75 @@ def test_regrtest_workers_are_traced(tmp_path):
     # Another user's run of the same tests could share the session: ours are distinct pids.
     assert all(by_module.values())
     assert by_module["test.test_bisect"] != by_module["test.test_colorsys"]
+
+
+# Leaves a process behind that starts Python once told to (after the run), with the
+# environment the program had; writes what pyust put in that environment.
+LEAVES_A_LATE_CHILD = """\
+    import json, os, subprocess, sys
+    go, result, environment = sys.argv[1:]
+    with open(environment, "w") as f:
+        json.dump({k: v for k, v in os.environ.items() if k == "PYTHONPATH" or "PYUST" in k}, f)
+    WAIT = 'while [ ! -e "$1" ]; do sleep 0.05; done; exec "$2" -c "$4" >"$3" 2>&1'
+    subprocess.Popen(["sh", "-c", WAIT, "late", go, sys.executable, result, "print('late')"],
+                     start_new_session=True, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+"""
+
+# The other user's code, for every directory named in the late child's environment: it
+# makes each one it can (pyust removed them) with a sitecustomize that leaves a mark
+# (named after the uid that ran it) in the shared directory.
+PLANTS = """\
+import json, os, sys
+shared, paths = sys.argv[1], json.loads(sys.argv[2])
+for path in paths:
+    try:
+        os.mkdir(path)
+    except OSError:
+        continue
+    os.chmod(path, 0o777)
+    with open(os.path.join(path, "sitecustomize.py"), "w") as f:
+        f.write("import os\\nopen(os.path.join(%r, 'ran-as-%%d' %% os.getuid()), 'w').close()\\n"
+                % shared)
+    print(path)
+"""
+
+
+def test_a_late_child_runs_nothing_another_user_planted(tmp_path, local_user):
+    """Issue 26: a process the program leaves behind starts Python after pyust run ended.
+    Its PYTHONPATH named pyust's private directory in /tmp, which pyust had removed:
+    another user made it again with a sitecustomize.py, and the late child (root's) ran
+    it. Now nothing pyust puts in a child's environment can be made again by another
+    user: the sitecustomize is in pyust's installed package, and the run's private
+    directories, made again by the user, are left as the user made them."""
+    shared = Path(tempfile.mkdtemp(prefix="pyust-sticky-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)  # /tmp's kind, of the test's own
+        go, result, environment = tmp_path / "go", tmp_path / "result", tmp_path / "env"
+        env = child_env()
+        env["TMPDIR"] = str(shared)
+        path = tmp_path / "program.py"
+        path.write_text(textwrap.dedent(LEAVES_A_LATE_CHILD))
+        try:
+            done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", tmp_path / "trace", "--",
+                                   path, go, result, environment], capture_output=True,
+                                  text=True, env=env, timeout=120)
+            assert done.returncode == 0, done.stderr
+            given = json.loads(environment.read_text())
+            paths = [p for value in given.values() for p in value.split(os.pathsep)
+                     if os.path.isabs(p)]
+            assert paths, given
+            planted = local_user.run(PYTHON, "-c", PLANTS, shared, json.dumps(paths))
+            assert planted.returncode == 0, planted.stderr
+        finally:
+            go.touch()  # the late child starts now
+        for _ in range(600):
+            if result.exists() and result.read_text():
+                break
+            time.sleep(0.05)
+        assert result.read_text() == "late\n"
+        assert sorted(p.name for p in shared.iterdir() if p.name.startswith("ran-as-")) == []
+        for made in planted.stdout.split():
+            assert os.listdir(made) == ["sitecustomize.py"], made
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
