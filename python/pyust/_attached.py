@@ -8,7 +8,9 @@ call of the native module's pyust_attach_stop(), which calls stop_pending().
 Everything here runs in somebody else's program, so:
 - nothing raises out of it: every outcome goes into a result file that the
   attaching process waits for (a dict's repr: no module of the standard
-  library runs, since it would be traced once the hooks are in);
+  library runs, since it would be traced once the hooks are in), in the
+  directory it names (the control directory's answers/, the one place there
+  that this process's user may write);
 - the injected code's frames never show in the trace: the control directory's
   files are hidden from the hook, and so is the "<string>" trampoline that
   gdb's pending call compiles on top of the program's stack;
@@ -50,7 +52,7 @@ def _hide_trampoline(native, frame, step_file: str) -> None:
         native.hide_code(frame.f_code)
 
 
-def _start(pyust, control: str, options: dict) -> dict:
+def _start(pyust, control: str, options: dict, hidden: str) -> dict:
     if pyust.is_active():
         return {"error": "it is traced by pyust already (pyust run, the .pth or "
                          "pyust.start() in the program): stop that first"}
@@ -59,7 +61,7 @@ def _start(pyust, control: str, options: dict) -> dict:
     emitted = pyust.emitted_events()
     pyust.start(modules=options.get("modules"), exclude=options.get("exclude"),
                 c_calls=options.get("c_calls", False), lines=options.get("lines", False),
-                fast=options.get("fast", False), _hidden_dir=control + os.sep)
+                fast=options.get("fast", False), _hidden_dir=hidden)
     _state["control"] = control
     _state["emitted"] = emitted
     if not wrapped_before and pyust._bootstrap_inner is not None:
@@ -91,7 +93,9 @@ def _stop(pyust) -> dict:
 def run(action: str, control: str, options: dict, frame, step_file: str,
         added_path) -> bool:
     """One step of pyust attach in the target's main thread: action "start" or
-    "stop" (3.14+); frame the step's own frame; added_path the sys.path entry
+    "stop" (3.14+); control the directory of the result files; frame the step's
+    own frame; step_file its file, whose directory (holding control) is hidden
+    from the hook; added_path the sys.path entry
     the step added to import pyust (None: none), taken off again at the stop.
     Whether the step did what it was asked; its result file says more."""
     try:
@@ -100,7 +104,7 @@ def run(action: str, control: str, options: dict, frame, step_file: str,
         native = pyust._load()
         if action == "start":
             _hide_trampoline(native, frame, step_file)
-            result = _start(pyust, control, options)
+            result = _start(pyust, control, options, os.path.dirname(step_file) + os.sep)
             if result.get("ok"):
                 _state["added_path"] = added_path
         else:

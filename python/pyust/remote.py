@@ -15,9 +15,16 @@ How pyust gets into the process, by the target's interpreter:
 Either way the code that runs in the target is the step file of a private
 control directory, which imports pyust (the target's own, else this
 installation's) and runs pyust._attached; it answers with a result file in
-the same directory. The main thread runs it when it next runs Python: one
-blocked in a system call (a read, a sleep, a lock) takes it when the call
-returns.
+the directory's answers/ (which the step names its control directory). The
+main thread runs it when it next runs Python: one blocked in a system call (a
+read, a sleep, a lock) takes it when the call returns.
+
+Root attaching to another user's process trusts nothing of that user's:
+- the control directory and every file pyust writes are root's (the target
+  may read them); the one directory the target writes, answers/, is its
+  user's, and root only reads it: each answer opened without following a link,
+  a regular file of that user's, at most 64 KiB, read as a literal and checked;
+  what the target says (its errors, its back end) reaches the terminal escaped.
 
 Every failure a user can cause or fix raises AttachError with one line.
 """
@@ -29,6 +36,7 @@ import os
 import pwd
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,7 +58,8 @@ REMOTE_EXEC = (3, 14)  # sys.remote_exec from here on; gdb before
 # What the trampoline becomes when pyust gives up waiting on 3.14+ (--wait, Ctrl-C):
 # sys.remote_exec cannot be taken back, and the interpreter would complain of a missing
 # file when its main thread next runs Python. It removes the control directory, and
-# binds no name either.
+# binds no name either. (It can only when the directory is its user's: root's, for
+# another user's process, stays with the trampoline until /tmp is cleaned.)
 _LEFT_BEHIND = ("try:\n"
                 "    (lambda os, d: ([os.unlink(os.path.join(d, n)) for n in os.listdir(d)],"
                 " os.rmdir(d)))(__import__('os'), {control!r})\n"
@@ -145,6 +154,35 @@ def _read(path: str, mode: str = "r"):
         return stream.read()
 
 
+def _write_file(path: str, data: bytes) -> None:
+    """Writes a file of the control directory whole (a new file renamed into place),
+    0644 whatever the umask: the target reads it. The directory is this user's alone;
+    still, nothing in it is followed or written again."""
+    partial = path + ".part"
+    try:
+        os.unlink(partial)
+    except FileNotFoundError:
+        pass
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644)
+    try:
+        os.fchmod(fd, 0o644)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    os.replace(partial, path)
+
+
+def _escaped(text: str) -> str:
+    """Text that came from the target (its words, its files' names) for a terminal,
+    perhaps root's: whatever is not printable (escape sequences, line breaks, bidi
+    overrides) written as an escape (\\x1b, \\u202e)."""
+    return "".join(character if character.isprintable()
+                   else character.encode("unicode_escape").decode("ascii") for character in text)
+
+
 def _user_name(uid: int) -> str:
     try:
         return pwd.getpwuid(uid).pw_name
@@ -221,7 +259,7 @@ def inspect(pid: int) -> Target:
     exe = exe.removesuffix(" (deleted)")
     version = _python_version(pid, exe)
     if version is None:
-        raise AttachError(f"process {pid} is not a Python process (it runs {exe})")
+        raise AttachError(f"process {pid} is not a Python process (it runs {_escaped(exe)})")
     if not OLDEST <= version <= NEWEST:
         raise AttachError(f"process {pid} runs Python {version[0]}.{version[1]}: pyust "
                           f"supports CPython {OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]}")
@@ -269,9 +307,18 @@ def _check_remote_debug(target: Target) -> None:
                           "start it without that to attach")
 
 
+# The most pyust reads of one answer of the target's (a small dict's repr).
+_ANSWER_LIMIT = 64 << 10
+
+
 class Attachment:
     """pyust inside a running process, from start() to detach(). options: what
-    pyust.start() takes (modules, exclude, lines, c_calls, fast)."""
+    pyust.start() takes (modules, exclude, lines, c_calls, fast).
+
+    The control directory: this user's, readable by the target (0711 when root
+    attaches to another user's process), holding what pyust writes (the trampoline,
+    the step, gdb's image of the trampoline), and answers/, the target user's, where
+    the target writes its results and nothing of pyust's is ever written."""
 
     def __init__(self, target: Target, options: dict):
         self.target = target
@@ -282,12 +329,23 @@ class Attachment:
         self._control = tempfile.mkdtemp(prefix="pyust-attach-")
         self._step = os.path.join(self._control, "step.py")
         self._trampoline = os.path.join(self._control, "trampoline.py")
-        if os.geteuid() == 0 and target.uid != 0:
-            # The target reads the step and writes its results here.
-            os.chown(self._control, target.uid, -1)
-        with open(self._trampoline, "w", encoding="utf-8") as stream:
-            stream.write(_TRAMPOLINE.format(step=self._step))
-        os.chmod(self._trampoline, 0o644)
+        self._answers = os.path.join(self._control, "answers")
+        self._answers_fd = None
+        # Who writes the answers: the target's user (when root attaches to another
+        # user's process) or this one.
+        self._answerer = os.geteuid()
+        try:
+            os.mkdir(self._answers, 0o700)
+            if os.geteuid() == 0 and target.uid != 0:
+                os.chown(self._answers, target.uid, -1)
+                os.chmod(self._control, 0o711)  # the target opens the step files by name
+                self._answerer = target.uid
+            self._answers_fd = os.open(self._answers,
+                                       os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            _write_file(self._trampoline, _TRAMPOLINE.format(step=self._step).encode())
+        except BaseException:
+            self._remove_control()
+            raise
 
     # ------------------------------------------------------------- the steps
 
@@ -297,7 +355,8 @@ class Attachment:
         (True: give up); on_wait(), if given, is called once when the wait passes two
         seconds. Raises AttachError."""
         result = self._step_in("start", wait, cancelled, on_wait)
-        self.backend = result.get("backend")
+        backend = result.get("backend")
+        self.backend = _escaped(backend[:100]) if isinstance(backend, str) else "?"
         self.is_attached = True
 
     def detach(self, wait: float) -> None:
@@ -308,7 +367,9 @@ class Attachment:
         self.is_attached = False
         if self.target.is_alive():
             result = self._step_in("stop", wait, None, None)
-            self.events = result.get("events")
+            events = result.get("events")
+            # A count, or none (the summary then counts the trace).
+            self.events = events if type(events) is int and events >= 0 else None
 
     def close(self) -> None:
         """Detaches if still attached (a failure then is not raised: the caller is
@@ -331,7 +392,18 @@ class Attachment:
                     and self.target.is_alive()):
                 self._leave_behind()
             else:
-                shutil.rmtree(self._control, ignore_errors=True)
+                self._remove_control()
+
+    def _remove_control(self) -> None:
+        if self._answers_fd is not None:
+            os.close(self._answers_fd)
+            self._answers_fd = None
+        try:
+            # answers/ holds whatever the target's user put there: rmtree neither
+            # follows its links nor leaves this directory, but recurses.
+            shutil.rmtree(self._control, ignore_errors=True)
+        except RecursionError:
+            pass  # a tree nested deeper than Python recurses stays, for /tmp's cleaning
 
     def _leave_behind(self) -> None:
         """A step given with sys.remote_exec that the target has not run yet stays
@@ -339,15 +411,18 @@ class Attachment:
         rest of it goes now)."""
         try:
             for name in os.listdir(self._control):
-                if name != os.path.basename(self._trampoline):
-                    os.unlink(os.path.join(self._control, name))
-            partial = self._trampoline + ".part"
-            with open(partial, "w", encoding="utf-8") as stream:
-                stream.write(_LEFT_BEHIND.format(control=self._control))
-            os.chmod(partial, 0o644)
-            os.replace(partial, self._trampoline)
-        except OSError:
-            shutil.rmtree(self._control, ignore_errors=True)
+                path = os.path.join(self._control, name)
+                if name == "answers":
+                    shutil.rmtree(path, ignore_errors=True)
+                elif name != os.path.basename(self._trampoline):
+                    os.unlink(path)
+            _write_file(self._trampoline, _LEFT_BEHIND.format(control=self._control).encode())
+        except (OSError, RecursionError):
+            self._remove_control()
+        finally:
+            if self._answers_fd is not None:
+                os.close(self._answers_fd)
+                self._answers_fd = None
 
     is_attached = False
     _is_taken = True  # whether the target has run every step given to it
@@ -369,39 +444,74 @@ class Attachment:
 
     def _explain(self, result: dict) -> str:
         error = result["error"]
+        # The target's words, escaped: they reach a terminal perhaps root's.
+        error = _escaped(error[:1000]) if isinstance(error, str) else "an unreadable error"
         if result.get("import") or "Cannot load pyust's native hook" in error:
             return (f"process {self.target.pid} (Python {self.target.version_text}) {error}; "
                     f"install pyust for its interpreter: scripts/setup --python "
-                    f"{self.target.exe}")
+                    f"{_escaped(self.target.exe)}")
         return f"process {self.target.pid}: {error}"
 
     def _write_step(self, action: str) -> None:
         package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        text = _STEP.format(control=self._control, action=action, step=self._step,
+        # The step's control directory is where it answers.
+        text = _STEP.format(control=self._answers, action=action, step=self._step,
                             package_parent=package_parent, options=self.options)
-        partial = self._step + ".part"
-        with open(partial, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.chmod(partial, 0o644)
-        os.replace(partial, self._step)
+        _write_file(self._step, text.encode())
         try:
-            os.unlink(os.path.join(self._control, f"result-{action}"))
+            os.unlink(f"result-{action}", dir_fd=self._answers_fd)  # unlinks a link itself
         except FileNotFoundError:
             pass
 
+    def _read_answer(self, action: str) -> dict | None:
+        """The target's answer to a step, or None while there is none. Raises
+        AttachError for what is not an answer the target wrote: a link, anything but
+        a regular file of the target's user, more than _ANSWER_LIMIT bytes, anything
+        but a dict's literal."""
+        name = f"result-{action}"
+
+        def refuse(why: str) -> AttachError:
+            return AttachError(f"cannot read the answer of process {self.target.pid}: "
+                               f"{self._answers}/{name} {why}")
+
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+                         | os.O_CLOEXEC, dir_fd=self._answers_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            if error.errno == getattr(os, "ELOOP", 40):
+                raise refuse("is a symbolic link") from None
+            raise refuse(f"cannot be opened ({error.strerror})") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != self._answerer:
+                raise refuse(f"is not a regular file of user {_user_name(self._answerer)}'s")
+            data = b""
+            while len(data) <= _ANSWER_LIMIT:
+                chunk = os.read(fd, _ANSWER_LIMIT + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+        if len(data) > _ANSWER_LIMIT:
+            raise refuse(f"is larger than {_ANSWER_LIMIT >> 10} KiB")
+        try:
+            answer = ast.literal_eval(data.decode("utf-8", "replace"))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            answer = None
+        if not isinstance(answer, dict):
+            raise refuse("is not an answer of pyust's")
+        return answer
+
     def _wait_result(self, action: str, wait: float, cancelled, on_wait) -> dict:
-        path = os.path.join(self._control, f"result-{action}")
         start = time.monotonic()
         told = False
         while True:
-            try:
-                with open(path, encoding="utf-8") as stream:
-                    return ast.literal_eval(stream.read())
-            except FileNotFoundError:
-                pass
-            except (OSError, ValueError, SyntaxError) as error:
-                raise AttachError(f"cannot read the answer of process {self.target.pid}: "
-                                  f"{error}") from None
+            answer = self._read_answer(action)
+            if answer is not None:
+                return answer
             if not self.target.is_alive():
                 raise AttachError(f"process {self.target.pid} exited before pyust could "
                                   f"{'start' if action == 'start' else 'stop'} in it")
@@ -419,6 +529,7 @@ class Attachment:
                 on_wait()
                 told = True
             time.sleep(0.01)
+
 
     # ------------------------------------------------------- 3.14+: PEP 768
 
@@ -438,7 +549,7 @@ class Attachment:
             capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
             lines = (result.stderr or result.stdout).strip().splitlines()
-            raise AttachError(self._remote_exec_failure(lines[-1] if lines else
+            raise AttachError(self._remote_exec_failure(_escaped(lines[-1]) if lines else
                                                         f"status {result.returncode}"))
 
     def _remote_exec_failure(self, message: str) -> str:
@@ -481,8 +592,7 @@ class Attachment:
         if len(trampoline) > 4096:
             raise AttachError("the control directory's path is too long for gdb's page")
         image = os.path.join(self._control, "trampoline.bin")
-        with open(image, "wb") as stream:
-            stream.write(trampoline)
+        _write_file(image, trampoline)
         output = self._gdb(["set $pyust_page = (void*)mmap(0, 4096, 3, 0x22, -1, 0)",
                             f"restore {image} binary $pyust_page",
                             'printf "PYUST page %lu\\n", (unsigned long)$pyust_page',
@@ -520,4 +630,4 @@ def _gdb_error(output: str) -> str:
     """gdb's last line that says what went wrong."""
     lines = [line for line in output.splitlines()
              if line.strip() and not line.startswith(("[", "Reading", "Restoring", "PYUST"))]
-    return lines[-1] if lines else "no output"
+    return _escaped(lines[-1]) if lines else "no output"  # it may quote the target's files

@@ -1,6 +1,7 @@
 """Helpers of the `pyust attach` tests (tests/integration/test_attach.py,
 tests/live/test_live.py): BUSY, a program whose threads count their own calls of
-tick(), started as a user starts theirs, and `pyust attach` run against it."""
+tick(), started as a user starts theirs (or as another, local user), and `pyust
+attach` run against it."""
 
 from __future__ import annotations
 
@@ -69,6 +70,21 @@ def start_program(tmp_path: Path, source: str, *extra_args, python=PYTHON,
     process = subprocess.Popen([python, *extra_args, str(script)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=environment,
                                cwd=tmp_path)
+    first = process.stdout.readline()
+    assert first.strip() == "ready", process.stderr.read() if process.poll() is not None else first
+    return process
+
+
+def start_users_program(user, source: str, *extra_args, python=PYTHON) -> subprocess.Popen:
+    """The program, started as a user starts theirs, as the local user `user` (in its
+    home, no pyust on its path); returns once it printed its first line."""
+    script = user.home / "prog.py"
+    script.write_text(source)
+    os.chown(script, user.uid, user.gid)
+    environment = dict(user.env)
+    environment.pop("PYTHONPATH", None)
+    process = user.spawn(python, str(script), *extra_args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=environment)
     first = process.stdout.readline()
     assert first.strip() == "ready", process.stderr.read() if process.poll() is not None else first
     return process

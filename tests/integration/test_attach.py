@@ -10,8 +10,11 @@ and the process must go on as untraced (its output, its modules, its threads).
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -20,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from attach_harness import (BUSY, NAMES, THREAD_NAME, end_program, finish_attach, start_attach,
-                            start_program, ticks_by_thread, wait_attached, window)
+                            start_program, start_users_program, ticks_by_thread, wait_attached,
+                            window)
+from local_user import LocalUser, needs_local_user
 from lttng_harness import (PYTHON, PYUST_PATH, READER, assert_balanced, child_env, python_version,
                            read_trace)
 
@@ -322,6 +327,143 @@ def test_another_users_process_is_refused(tmp_path):
     finally:
         (tmp_path / "END").write_text("")
         process.communicate(timeout=60)
+
+
+# Root attaching to another user's process (issue 26): that user may plant what it
+# likes wherever it can write, and write what it likes as the process's answers.
+
+@pytest.fixture
+def user():
+    """A fresh unprivileged local user, the target's (skips where none can be made)."""
+    needs_local_user()
+    with LocalUser() as made:
+        yield made
+
+
+# The names of the files root's attach writes in its control directory.
+ROOTS_FILES = ("step.py", "step.py.part", "trampoline.py", "trampoline.py.part",
+               "trampoline.bin", "trampoline.bin.part")
+
+PLANT_LINKS = """\
+import glob, os, sys
+victim, temp, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+planted = []
+for control in glob.glob(os.path.join(temp, "pyust-attach-*")):
+    for where in (control, os.path.join(control, "answers")):
+        if os.access(where, os.W_OK):
+            for name in names:
+                path = os.path.join(where, name)
+                if os.path.lexists(path):
+                    os.rename(path, path + ".moved")
+                os.symlink(victim, path)
+                planted.append(path)
+print(planted)
+"""
+
+
+def test_root_writes_nothing_through_another_users_links(tmp_path, user):
+    """While root is attached to another user's process, that user plants links to a
+    root-only file wherever it can write in the control directory, under every name
+    root writes there: the detach writes nothing through them, and the file keeps its
+    text and its mode."""
+    victim = tmp_path / "root-only"
+    victim.write_text("root's own\n")
+    victim.chmod(0o600)
+    process = start_users_program(user, BUSY)
+    try:
+        attach = start_attach(process.pid, tmp_path / "trace")
+        wait_attached(attach)
+        planted = user.run(PYTHON, "-c", PLANT_LINKS, victim, tempfile.gettempdir(),
+                           *ROOTS_FILES)
+        assert planted.returncode == 0 and "pyust-attach-" in planted.stdout, planted
+        attach.send_signal(signal.SIGINT)  # the detach writes the step again
+        out, err = attach.communicate(timeout=120)
+        assert victim.read_text() == "root's own\n"
+        assert stat.S_IMODE(victim.stat().st_mode) == 0o600
+        assert attach.returncode == 0, err
+        assert f"detached from process {process.pid}" in err
+    finally:
+        (user.home / "END").write_text("")
+        process.communicate(timeout=60)
+
+
+# A program of the local user's that answers for itself: a thread plants its answer
+# (the mode in argv[2]) in every control directory it can write, again whenever it is
+# gone, and makes result-start.part a directory so that pyust's own answer cannot be
+# written; the main thread waits in read(2) until the step is there.
+FORGED_ANSWER = """\
+import glob, os, sys, threading, time
+temp, mode, secret = sys.argv[1], sys.argv[2], sys.argv[3]
+ANSWERS = {
+    "file": repr({"error": "forged\\x1b]0;owned\\x07\\x1b[2J\\rroot# \\u202e"}),
+    "big": " " * (1 << 20) + repr({"ok": True, "backend": "forged"}),
+}
+r, w = os.pipe()
+
+def plant():
+    released = False
+    while True:
+        for control in glob.glob(os.path.join(temp, "pyust-attach-*")):
+            for where in (control, os.path.join(control, "answers")):
+                if not os.access(where, os.W_OK):
+                    continue
+                answer = os.path.join(where, "result-start")
+                try:
+                    os.mkdir(answer + ".part")
+                except OSError:
+                    pass
+                if not os.path.lexists(answer):
+                    if mode == "link":
+                        os.symlink(secret, answer)
+                    else:
+                        with open(answer + ".forged", "w") as f:
+                            f.write(ANSWERS[mode])
+                        os.replace(answer + ".forged", answer)
+                if not released and os.path.exists(os.path.join(control, "step.py")):
+                    released = True
+                    os.write(w, b"x")
+        time.sleep(0.002)
+
+threading.Thread(target=plant, daemon=True).start()
+print("ready", flush=True)
+os.read(r, 1)
+while True:
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize("mode", ["link", "file", "big"])
+def test_another_users_answer_is_read_as_data(tmp_path, user, mode):
+    """Root attaching to another user's process that forges its answer: a link (to a
+    root-only file) is not followed, a file of more than 64 KiB is not read, and the
+    text of a forged error reaches the terminal escaped: one line, status 1 each."""
+    secret = tmp_path / "root-only"
+    secret.write_text(repr({"error": "root's secret"}))
+    secret.chmod(0o600)
+    process = start_users_program(user, FORGED_ANSWER, tempfile.gettempdir(), mode,
+                                  secret)
+    try:
+        attach = start_attach(process.pid, tmp_path / "trace", "--duration", "1")
+        out, err = attach.communicate(timeout=120)
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+    assert "root's secret" not in err
+    assert attach.returncode == 1, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    line = lines[0]
+    assert line.isprintable(), repr(line)
+    if mode == "link":
+        assert re.fullmatch(rf"pyust: error: cannot read the answer of process {process.pid}: "
+                            r"\S+/answers/result-start is a symbolic link", line), line
+    elif mode == "file":
+        assert line == (f"pyust: error: process {process.pid}: forged\\x1b]0;owned\\x07"
+                        "\\x1b[2J\\rroot# \\u202e"), line
+    else:
+        assert re.fullmatch(rf"pyust: error: cannot read the answer of process {process.pid}: "
+                            r"\S+/answers/result-start is larger than 64 KiB", line), line
+    assert not (tmp_path / "trace").exists()
 
 
 def test_target_exiting_while_recorded(tmp_path):
