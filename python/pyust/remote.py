@@ -24,7 +24,11 @@ Root attaching to another user's process trusts nothing of that user's:
   may read them); the one directory the target writes, answers/, is its
   user's, and root only reads it: each answer opened without following a link,
   a regular file of that user's, at most 64 KiB, read as a literal and checked;
-  what the target says (its errors, its back end) reaches the terminal escaped.
+  what the target says (its errors, its back end) reaches the terminal escaped;
+- nothing of the process is run: its interpreter's version is read from the
+  libpython it maps or from its executable's symbols (Py_Version) as data, and
+  sys.remote_exec on 3.14+ comes from this interpreter or from an interpreter
+  of the target's version that only root can have written.
 
 Every failure a user can cause or fix raises AttachError with one line.
 """
@@ -41,6 +45,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+from . import elf
 
 # The interpreters pyust supports, as in scripts/setup and pyust/__init__.py.
 OLDEST = (3, 10)
@@ -175,6 +182,19 @@ def _write_file(path: str, data: bytes) -> None:
     os.replace(partial, path)
 
 
+def _only_root_writes(path: str) -> bool:
+    """Whether path (links resolved) and every directory above it are root's and
+    writable by no one else: a file that no other user can have put there."""
+    try:
+        for item in [path, *Path(path).parents]:
+            info = os.stat(item)
+            if info.st_uid != 0 or info.st_mode & 0o022:
+                return False
+        return True
+    except OSError:
+        return False
+
+
 def _escaped(text: str) -> str:
     """Text that came from the target (its words, its files' names) for a terminal,
     perhaps root's: whatever is not printable (escape sequences, line breaks, bidi
@@ -190,11 +210,18 @@ def _user_name(uid: int) -> str:
         return str(uid)
 
 
+# The version of a CPython older than 3.10 (it has _PyRuntime, but none of the symbols
+# that 3.10 added): which one does not matter, pyust refuses them all.
+_OLDER = (3, 9)
+
+
 def _python_version(pid: int, exe: str) -> tuple | None:
     """The version of the interpreter in process pid: from the libpython it maps,
-    else from its executable's name (python3.12), else from asking that
-    executable when it is a CPython (it exports _PyRuntime); None when the
-    process runs no CPython."""
+    else from the Py_Version its executable holds (3.11+, a statically linked
+    CPython), else from its executable's name (python3.12), else 3.10 or _OLDER
+    for an executable with CPython's _PyRuntime and without Py_Version; None when
+    the process runs no CPython. All read as data: the executable may be any
+    user's, and root runs nothing of it."""
     try:
         maps = _read(f"/proc/{pid}/maps")
     except OSError:
@@ -202,28 +229,30 @@ def _python_version(pid: int, exe: str) -> tuple | None:
     found = re.search(r"/libpython(\d+)\.(\d+)[a-z]*\.so", maps)
     if found:
         return int(found.group(1)), int(found.group(2))
+    symbols, py_version = {}, None
+    try:
+        # The file the process runs, even if its path now names another one.
+        fd = os.open(f"/proc/{pid}/exe", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        fd = None
+    if fd is not None:
+        try:
+            symbols = elf.defined_symbols(fd, {"Py_Version", "_PyRuntime",
+                                               "PyModule_AddObjectRef"})
+            if "Py_Version" in symbols:
+                py_version = elf.read_unsigned(fd, symbols["Py_Version"])
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    if py_version and "_PyRuntime" in symbols:
+        return py_version >> 24 & 0xFF, py_version >> 16 & 0xFF  # PY_VERSION_HEX
     found = re.fullmatch(r"python(\d+)\.(\d+)[a-z]*", os.path.basename(exe))
     if found:
         return int(found.group(1)), int(found.group(2))
-    if not re.fullmatch(r"python\d*", os.path.basename(exe)) or not _exports_runtime(exe):
-        return None
-    try:
-        answer = subprocess.run([exe, "-I", "-S", "-c",
-                                 "import sys; print('%d %d' % sys.version_info[:2])"],
-                                capture_output=True, text=True, timeout=30)
-        major, minor = answer.stdout.split()
-        return int(major), int(minor)
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None
-
-
-def _exports_runtime(exe: str) -> bool:
-    """Whether the executable's dynamic symbols hold CPython's _PyRuntime."""
-    try:
-        with open(exe, "rb") as stream:
-            return b"_PyRuntime" in stream.read()
-    except OSError:
-        return False
+    if "_PyRuntime" in symbols:  # a CPython from before Py_Version
+        return (3, 10) if "PyModule_AddObjectRef" in symbols else _OLDER
+    return None
 
 
 def _ptrace_scope() -> int:
@@ -261,8 +290,10 @@ def inspect(pid: int) -> Target:
     if version is None:
         raise AttachError(f"process {pid} is not a Python process (it runs {_escaped(exe)})")
     if not OLDEST <= version <= NEWEST:
-        raise AttachError(f"process {pid} runs Python {version[0]}.{version[1]}: pyust "
-                          f"supports CPython {OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]}")
+        which = "a CPython older than 3.10" if version == _OLDER else \
+            f"Python {version[0]}.{version[1]}"
+        raise AttachError(f"process {pid} runs {which}: pyust supports CPython "
+                          f"{OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]}")
     if os.geteuid() != 0:
         if uid != os.geteuid():
             raise AttachError(f"process {pid} runs as user {_user_name(uid)}: run pyust "
@@ -542,7 +573,7 @@ class Attachment:
             return
         # sys.remote_exec must come from the target's own version.
         result = subprocess.run(
-            [self.target.exe, "-I", "-S", "-c",
+            [self._interpreter(), "-I", "-S", "-c",
              "import sys\ntry:\n    sys.remote_exec(int(sys.argv[1]), sys.argv[2])\n"
              "except Exception as error:\n    sys.exit(str(error))\n",
              str(self.target.pid), self._trampoline],
@@ -551,6 +582,28 @@ class Attachment:
             lines = (result.stderr or result.stdout).strip().splitlines()
             raise AttachError(self._remote_exec_failure(_escaped(lines[-1]) if lines else
                                                         f"status {result.returncode}"))
+
+    def _interpreter(self) -> str:
+        """An interpreter of the target's version to call sys.remote_exec: the
+        target's own executable when the target runs as this user; for root and
+        another user's process, one that only root can have written (the target's
+        executable, else pythonX.Y in /usr/local/bin or /usr/bin). Raises
+        AttachError when there is none: root never runs what another user controls."""
+        if self.target.uid == os.geteuid():
+            return self.target.exe
+        name = f"python{self.target.version_text}"
+        candidates = [os.path.realpath(self.target.exe)] + [
+            os.path.realpath(os.path.join(directory, name))
+            for directory in ("/usr/local/bin", "/usr/bin")]
+        for candidate in candidates:
+            if os.path.basename(candidate).startswith(name) and _only_root_writes(candidate):
+                return candidate
+        raise AttachError(
+            f"process {self.target.pid} runs Python {self.target.version_text} from "
+            f"{_escaped(self.target.exe)}, which root does not run (another user could have "
+            f"written it), and there is no {name} of root's: run pyust attach with a Python "
+            f"{self.target.version_text} of root's (python{self.target.version_text} -m pyust "
+            "attach), or as the target's user")
 
     def _remote_exec_failure(self, message: str) -> str:
         text = f"sys.remote_exec into process {self.target.pid} failed: {message}"
@@ -565,8 +618,12 @@ class Attachment:
 
     def _gdb(self, commands: list) -> str:
         """Runs gdb's commands in the target (stopped meanwhile); its output."""
+        # The executable is the file the process runs, whatever its path names now.
         args = ["gdb", "--batch", "--nx", "-q", "-p", str(self.target.pid),
+                f"/proc/{self.target.pid}/exe",
                 "-iex", "set debuginfod enabled off", "-iex", "set auto-solib-add off",
+                # Nothing beside the target's files runs in gdb (root's, perhaps).
+                "-iex", "set auto-load off",
                 "-ex", r"sharedlibrary libc\.so", "-ex", "sharedlibrary libpython"]
         for command in commands:
             args += ["-ex", command]

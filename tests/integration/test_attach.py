@@ -466,6 +466,43 @@ def test_another_users_answer_is_read_as_data(tmp_path, user, mode):
     assert not (tmp_path / "trace").exists()
 
 
+def test_root_runs_nothing_of_another_users_interpreter(tmp_path, user):
+    """A local user's process runs a copy of the interpreter, ~/bin/python3 (no version in
+    its name, no libpython); the user then puts a script there instead that exports
+    "_PyRuntime" in a comment and leaves a mark when run. Root's attach learns the
+    version as data, from the executable the process runs: it attaches, and nothing
+    ran the script."""
+    maps = subprocess.run([PYTHON, "-c", "print(open('/proc/self/maps').read())"],
+                          capture_output=True, text=True, timeout=60).stdout
+    if "/libpython" in maps:
+        pytest.skip(f"{PYTHON} maps libpython: its version is in the library's name")
+    real = os.path.realpath(PYTHON)
+    python3 = user.home / "bin" / "python3"
+    mark = user.home / "ran"
+
+    def users(path: Path, mode: int) -> None:
+        os.chown(path, user.uid, user.gid)
+        path.chmod(mode)
+
+    python3.parent.mkdir()
+    users(python3.parent, 0o755)
+    shutil.copyfile(real, python3)
+    users(python3, 0o755)
+    process = start_users_program(user, BUSY, python=python3)
+    try:
+        python3.unlink()  # the process runs on, from the file it opened
+        python3.write_text(f'#!/bin/sh\n# _PyRuntime\nid -u > {mark}\nexec {real} "$@"\n')
+        users(python3, 0o755)
+        attach = start_attach(process.pid, tmp_path / "trace", "--duration", "0.5")
+        out, err = attach.communicate(timeout=120)
+        assert not mark.exists(), f"the script ran, as user {mark.read_text().strip()}"
+        assert attach.returncode == 0, err
+        assert f"detached from process {process.pid}" in err
+    finally:
+        (user.home / "END").write_text("")
+        process.communicate(timeout=60)
+
+
 def test_target_exiting_while_recorded(tmp_path):
     """The process ends while attached: the trace up to its end is readable, the
     summary says so, status 0."""
