@@ -425,10 +425,19 @@ class Attachment:
             else:
                 self._remove_control()
 
-    def _remove_control(self) -> None:
+    def _take_answers_back(self) -> None:
+        """Makes answers/ this user's again, before removing it: the target's user, whose
+        processes may run on, can then put nothing more there (and keep it from going)."""
         if self._answers_fd is not None:
+            try:
+                os.fchown(self._answers_fd, os.geteuid(), -1)
+            except OSError:
+                pass
             os.close(self._answers_fd)
             self._answers_fd = None
+
+    def _remove_control(self) -> None:
+        self._take_answers_back()
         try:
             # answers/ holds whatever the target's user put there: rmtree neither
             # follows its links nor leaves this directory, but recurses.
@@ -440,6 +449,7 @@ class Attachment:
         """A step given with sys.remote_exec that the target has not run yet stays
         scheduled: the trampoline then only removes the control directory (and the
         rest of it goes now)."""
+        self._take_answers_back()
         try:
             for name in os.listdir(self._control):
                 path = os.path.join(self._control, name)
@@ -450,10 +460,6 @@ class Attachment:
             _write_file(self._trampoline, _LEFT_BEHIND.format(control=self._control).encode())
         except (OSError, RecursionError):
             self._remove_control()
-        finally:
-            if self._answers_fd is not None:
-                os.close(self._answers_fd)
-                self._answers_fd = None
 
     is_attached = False
     _is_taken = True  # whether the target has run every step given to it

@@ -436,15 +436,19 @@ while True:
 def test_another_users_answer_is_read_as_data(tmp_path, user, mode):
     """Root attaching to another user's process that forges its answer: a link (to a
     root-only file) is not followed, a file of more than 64 KiB is not read, and the
-    text of a forged error reaches the terminal escaped: one line, status 1 each."""
+    text of a forged error reaches the terminal escaped: one line, status 1 each, and
+    no control directory left."""
     secret = tmp_path / "root-only"
     secret.write_text(repr({"error": "root's secret"}))
     secret.chmod(0o600)
+    controls = set(Path(tempfile.gettempdir()).glob("pyust-attach-*"))
     process = start_users_program(user, FORGED_ANSWER, tempfile.gettempdir(), mode,
                                   secret)
     try:
         attach = start_attach(process.pid, tmp_path / "trace", "--duration", "1")
         out, err = attach.communicate(timeout=120)
+        # The control directory is gone, although the process goes on writing there.
+        assert set(Path(tempfile.gettempdir()).glob("pyust-attach-*")) == controls
     finally:
         process.kill()
         process.communicate(timeout=60)
