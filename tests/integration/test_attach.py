@@ -25,7 +25,6 @@ import pytest
 from attach_harness import (BUSY, NAMES, THREAD_NAME, end_program, finish_attach, start_attach,
                             start_program, start_users_program, ticks_by_thread, wait_attached,
                             window)
-from local_user import LocalUser, needs_local_user
 from lttng_harness import (PYTHON, PYUST_PATH, READER, assert_balanced, child_env, python_version,
                            read_trace)
 
@@ -332,14 +331,6 @@ def test_another_users_process_is_refused(tmp_path):
 # Root attaching to another user's process (issue 26): that user may plant what it
 # likes wherever it can write, and write what it likes as the process's answers.
 
-@pytest.fixture
-def user():
-    """A fresh unprivileged local user, the target's (skips where none can be made)."""
-    needs_local_user()
-    with LocalUser() as made:
-        yield made
-
-
 # The names of the files root's attach writes in its control directory.
 ROOTS_FILES = ("step.py", "step.py.part", "trampoline.py", "trampoline.py.part",
                "trampoline.bin", "trampoline.bin.part")
@@ -361,7 +352,7 @@ print(planted)
 """
 
 
-def test_root_writes_nothing_through_another_users_links(tmp_path, user):
+def test_root_writes_nothing_through_another_users_links(tmp_path, local_user):
     """While root is attached to another user's process, that user plants links to a
     root-only file wherever it can write in the control directory, under every name
     root writes there: the detach writes nothing through them, and the file keeps its
@@ -369,12 +360,12 @@ def test_root_writes_nothing_through_another_users_links(tmp_path, user):
     victim = tmp_path / "root-only"
     victim.write_text("root's own\n")
     victim.chmod(0o600)
-    process = start_users_program(user, BUSY)
+    process = start_users_program(local_user, BUSY)
     try:
         attach = start_attach(process.pid, tmp_path / "trace")
         wait_attached(attach)
-        planted = user.run(PYTHON, "-c", PLANT_LINKS, victim, tempfile.gettempdir(),
-                           *ROOTS_FILES)
+        planted = local_user.run(PYTHON, "-c", PLANT_LINKS, victim, tempfile.gettempdir(),
+                                 *ROOTS_FILES)
         assert planted.returncode == 0 and "pyust-attach-" in planted.stdout, planted
         attach.send_signal(signal.SIGINT)  # the detach writes the step again
         out, err = attach.communicate(timeout=120)
@@ -383,7 +374,7 @@ def test_root_writes_nothing_through_another_users_links(tmp_path, user):
         assert attach.returncode == 0, err
         assert f"detached from process {process.pid}" in err
     finally:
-        (user.home / "END").write_text("")
+        (local_user.home / "END").write_text("")
         process.communicate(timeout=60)
 
 
@@ -433,7 +424,7 @@ while True:
 
 
 @pytest.mark.parametrize("mode", ["link", "file", "big"])
-def test_another_users_answer_is_read_as_data(tmp_path, user, mode):
+def test_another_users_answer_is_read_as_data(tmp_path, local_user, mode):
     """Root attaching to another user's process that forges its answer: a link (to a
     root-only file) is not followed, a file of more than 64 KiB is not read, and the
     text of a forged error reaches the terminal escaped: one line, status 1 each, and
@@ -442,7 +433,7 @@ def test_another_users_answer_is_read_as_data(tmp_path, user, mode):
     secret.write_text(repr({"error": "root's secret"}))
     secret.chmod(0o600)
     controls = set(Path(tempfile.gettempdir()).glob("pyust-attach-*"))
-    process = start_users_program(user, FORGED_ANSWER, tempfile.gettempdir(), mode,
+    process = start_users_program(local_user, FORGED_ANSWER, tempfile.gettempdir(), mode,
                                   secret)
     try:
         attach = start_attach(process.pid, tmp_path / "trace", "--duration", "1")
@@ -470,7 +461,7 @@ def test_another_users_answer_is_read_as_data(tmp_path, user, mode):
     assert not (tmp_path / "trace").exists()
 
 
-def test_root_runs_nothing_of_another_users_interpreter(tmp_path, user):
+def test_root_runs_nothing_of_another_users_interpreter(tmp_path, local_user):
     """A local user's process runs a copy of the interpreter, ~/bin/python3 (no version in
     its name, no libpython); the user then puts a script there instead that exports
     "_PyRuntime" in a comment and leaves a mark when run. Root's attach learns the
@@ -481,18 +472,18 @@ def test_root_runs_nothing_of_another_users_interpreter(tmp_path, user):
     if "/libpython" in maps:
         pytest.skip(f"{PYTHON} maps libpython: its version is in the library's name")
     real = os.path.realpath(PYTHON)
-    python3 = user.home / "bin" / "python3"
-    mark = user.home / "ran"
+    python3 = local_user.home / "bin" / "python3"
+    mark = local_user.home / "ran"
 
     def users(path: Path, mode: int) -> None:
-        os.chown(path, user.uid, user.gid)
+        os.chown(path, local_user.uid, local_user.gid)
         path.chmod(mode)
 
     python3.parent.mkdir()
     users(python3.parent, 0o755)
     shutil.copyfile(real, python3)
     users(python3, 0o755)
-    process = start_users_program(user, BUSY, python=python3)
+    process = start_users_program(local_user, BUSY, python=python3)
     try:
         python3.unlink()  # the process runs on, from the file it opened
         python3.write_text(f'#!/bin/sh\n# _PyRuntime\nid -u > {mark}\nexec {real} "$@"\n')
@@ -503,7 +494,7 @@ def test_root_runs_nothing_of_another_users_interpreter(tmp_path, user):
         assert attach.returncode == 0, err
         assert f"detached from process {process.pid}" in err
     finally:
-        (user.home / "END").write_text("")
+        (local_user.home / "END").write_text("")
         process.communicate(timeout=60)
 
 
