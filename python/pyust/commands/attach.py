@@ -25,7 +25,10 @@ def _parser() -> argparse.ArgumentParser:
             "3.14+, gdb on 3.10 to 3.13; its main thread starts tracing at its next "
             "safe point), then stop pyust there, taking its hooks off, and print the "
             "summary. The process runs on, untraced, as before. With --live, the session "
-            "streams through a relay daemon: `pyust top URL` shows it while it records."
+            "streams through a relay daemon: `pyust top URL` shows it while it records. "
+            "As root, for another user's process: pyust writes nothing that user can write "
+            "(the process answers in a directory of its own, read as data and bounded), and "
+            "runs nothing of theirs (the interpreter's version is read from its executable)."
         ),
     )
     parser.add_argument("pid", type=int, metavar="PID", help="the process to trace")
