@@ -9,12 +9,18 @@ unique name and is destroyed (by `pyust run` itself, or here if it was left).
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
@@ -99,12 +105,101 @@ class Relayd:
             time.sleep(0.05)
 
     def stop(self) -> None:
+        self.process.send_signal(signal.SIGCONT)  # a test may have stopped it
         self.process.terminate()
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def needs_network_namespaces() -> None:
+    """Skips the calling test where it cannot make a network namespace (root, iproute2)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (a network namespace for the relay daemon's host)")
+    if shutil.which("ip") is None:
+        pytest.skip("needs ip (apt-get install iproute2) for a network namespace")
+
+
+class RelayHost:
+    """An lttng-relayd on another host: a network namespace of its own, joined to this
+    one by a veth pair (10.X.Y.1 here, 10.X.Y.2 there); cut() takes the link down, as a
+    pulled cable does (the relay daemon runs on, unreachable). stop() removes the
+    daemon, the namespace and both ends of the pair, whatever state they are in."""
+
+    def __init__(self, directory: Path):
+        tag = secrets.token_hex(3)
+        self.netns, self.here, self.there = f"pyust-{tag}", f"pyh{tag}", f"pyr{tag}"
+        subnet = f"10.{200 + secrets.randbelow(50)}.{secrets.randbelow(256)}"
+        self.local, self.address = f"{subnet}.1", f"{subnet}.2"
+        self.output = directory / "traces"
+        self.process = None
+
+    @property
+    def url(self) -> str:
+        return f"net://{self.address}"
+
+    def _ip(self, *args, check=True) -> None:
+        subprocess.run(["ip", *args], check=check, capture_output=True, timeout=30)
+
+    def start(self) -> None:
+        self._ip("netns", "add", self.netns)
+        self._ip("link", "add", self.here, "type", "veth", "peer", "name", self.there,
+                 "netns", self.netns)
+        self._ip("addr", "add", f"{self.local}/30", "dev", self.here)
+        self._ip("link", "set", self.here, "up")
+        self._ip("-n", self.netns, "addr", "add", f"{self.address}/30", "dev", self.there)
+        self._ip("-n", self.netns, "link", "set", self.there, "up")
+        self.process = subprocess.Popen(
+            ["ip", "netns", "exec", self.netns, "lttng-relayd", "-o", str(self.output),
+             "-C", f"tcp://{self.address}:5342", "-D", f"tcp://{self.address}:5343",
+             "-L", f"tcp://{self.address}:5344"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + WAIT_TIMEOUT
+        while not _connects(self.address, 5342):
+            assert self.process.poll() is None, "lttng-relayd exited at start"
+            assert time.monotonic() < deadline, "lttng-relayd does not listen"
+            time.sleep(0.05)
+
+    def cut(self) -> None:
+        self._ip("-n", self.netns, "link", "set", self.there, "down")
+
+    def stop(self) -> None:
+        """Also when a session daemon still waits for the relay daemon (the test failed):
+        the connections to it are destroyed (ss -K) or, where the kernel cannot, the
+        link comes back so that TCP's next retransmission gets through."""
+        subprocess.run(["ss", "-K", "dst", self.address], capture_output=True, timeout=30)
+        self._ip("-n", self.netns, "link", "set", self.there, "up", check=False)
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._ip("netns", "delete", self.netns, check=False)  # and the pair with it
+
+
+def _connects(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def destroy_when_answered(name: str, timeout: float = 180) -> None:
+    """Destroys session name, waiting (bounded) for a session daemon held up by a relay
+    daemon that a failed test left unreachable."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if name not in session_names():
+                return
+            lttng("destroy", name, check=False, timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def plugin_path() -> list:

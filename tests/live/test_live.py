@@ -1,20 +1,32 @@
 """`pyust run --live` through a relay daemon on loopback, `pyust top` on the live
-session, and the relay daemon's copy of the trace read by `pyust report`."""
+session, and the relay daemon's copy of the trace read by `pyust report`; another user's
+relay daemon refused, and a relay daemon lost during the session (issue 26)."""
 
 from __future__ import annotations
 
 import re
 import shutil
+import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
 from attach_harness import (BUSY, NAMES, end_program, finish_attach, start_attach, start_program,
                             wait_attached, wait_counts_settled)
-from live_harness import (PYTHON, TOP_TIMEOUT, LiveRun, free_ports, listens, lttng, plugin_path,
-                          pyust, session_names, unique_name)
+from live_harness import (PYTHON, TOP_TIMEOUT, LiveRun, Relayd, RelayHost, child_env,
+                          destroy_when_answered, free_ports, listens, lttng,
+                          needs_network_namespaces, plugin_path, pyust, session_names,
+                          unique_name)
 from lttng_harness import python_version
+
+# How long a test waits for a `pyust run` or `pyust attach` whose relay daemon was lost:
+# bounded, so that without the fix the test fails (TCP would give up after 15 minutes).
+LOST_RELAY_WAIT = 60
+NEEDS_ATTACH = pytest.mark.skipif(
+    python_version(PYTHON) < (3, 14) and shutil.which("gdb") is None,
+    reason="attaching to Python 3.10 to 3.13 needs gdb (apt-get install gdb)")
 
 
 @pytest.fixture
@@ -74,8 +86,7 @@ def test_top_shows_the_hot_function_and_the_relayd_keeps_the_whole_trace(relayd,
     assert "__main__:<module>" in report.stdout
 
 
-@pytest.mark.skipif(python_version(PYTHON) < (3, 14) and shutil.which("gdb") is None,
-                    reason="attaching to Python 3.10 to 3.13 needs gdb (apt-get install gdb)")
+@NEEDS_ATTACH
 @pytest.mark.parametrize("mode", ["standard", "fast"])
 def test_attach_live_shows_top_while_the_relayd_keeps_every_call(relayd, tmp_path, mode):
     """`pyust attach PID --live`: `pyust top` reads the process while it is recorded, and
@@ -185,3 +196,133 @@ def test_run_live_usage_errors(relayd, tmp_path):
                         (["--live", "--live-timer", "0"], "--live-timer must be")):
         attach = pyust("attach", "1", *args)
         assert attach.returncode == 2 and error in attach.stderr, (args, attach.stderr)
+
+
+def test_run_live_refuses_another_users_relayd_on_loopback(local_user, tmp_path):
+    """Without --relayd, root's `pyust run --live` streamed to whatever listened on
+    127.0.0.1:5342: another user's lttng-relayd received root's trace. Now it refuses,
+    in one line naming the owner and --relayd, and the user's daemon gets nothing."""
+    ports = (5342, 5343, 5344)
+    if any(listens(port) for port in ports):
+        pytest.skip("a relay daemon already listens on 127.0.0.1:5342-5344 (this test "
+                    "starts another user's there)")
+    traces = local_user.home / "traces"
+    daemon = local_user.spawn("lttng-relayd", "-o", traces, "-C", "tcp://127.0.0.1:5342",
+                              "-D", "tcp://127.0.0.1:5343", "-L", "tcp://127.0.0.1:5344",
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not all(listens(port) for port in ports):
+        assert daemon.poll() is None and time.monotonic() < deadline, "lttng-relayd did not start"
+        time.sleep(0.05)
+    program = tmp_path / "p.py"
+    program.write_text("print('ran')\n")
+    name = unique_name("foreign-relayd")
+    try:
+        result = pyust("run", "--live", "--name", name, "--", program)
+    finally:
+        if name in session_names():
+            lttng("destroy", name, check=False)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"user {local_user.name} (uid {local_user.uid})" in result.stderr
+    assert "--relayd URL" in result.stderr and "ran" not in result.stdout
+    assert not traces.exists() or not any(traces.rglob("*")), list(traces.rglob("*"))
+
+
+LOST_RELAY_PROGRAM = """\
+import sys, time
+
+def work():
+    return sum(range(1000))
+
+print("started", flush=True)
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    work()
+    time.sleep(0.001)
+sys.exit(3)
+"""
+
+
+@pytest.fixture
+def relay_host(tmp_path):
+    needs_network_namespaces()
+    host = RelayHost(tmp_path)
+    try:
+        host.start()
+        yield host
+    finally:
+        host.stop()
+
+
+def _lost_relay_line(stderr: str) -> float:
+    """The seconds into the session at which the summary says the relay was lost."""
+    lost = re.search(r"^pyust: the relay daemon stopped answering at [\d:]+ \(([\d.]+) s into "
+                     r"the session\): pyust cut the connection to it after 2 s without "
+                     r"progress; the trace it holds lacks the events from about then on$",
+                     stderr, re.MULTILINE)
+    assert lost, stderr
+    return float(lost.group(1))
+
+
+def test_run_live_ends_soon_when_the_relay_host_is_cut_off(relay_host, tmp_path):
+    """The link to the relay daemon's host goes down 1 s into a 3 s program. Before,
+    pyust run returned 931 s later (TCP's retransmission limit), the root session daemon
+    answering no one meanwhile. Now the program's status comes back within seconds,
+    the summary says from when the relay's trace is incomplete, no session is left and
+    the session daemon answers."""
+    name = unique_name("cut-relay")
+    program = tmp_path / "prog.py"
+    program.write_text(LOST_RELAY_PROGRAM)
+    run = subprocess.Popen([PYTHON, "-m", "pyust", "run", "--live", "--relayd", relay_host.url,
+                            "--relayd-timeout", "2", "--name", name, "--", str(program)],
+                           env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        assert run.stdout.readline() == "started\n"
+        time.sleep(1)
+        relay_host.cut()
+        _, stderr = run.communicate(timeout=LOST_RELAY_WAIT)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        relay_host.stop()  # lets a session daemon that still waits go
+        destroy_when_answered(name)
+    assert run.returncode == 3, stderr
+    assert 0 < _lost_relay_line(stderr) < 3.5
+    assert "Traceback" not in stderr
+    assert name not in session_names()
+
+
+@NEEDS_ATTACH
+def test_attach_live_ends_soon_when_the_relayd_stops(tmp_path):
+    """The relay daemon stops (SIGSTOP) while `pyust attach --live` records: the attach
+    still ends after its --duration, detached, with the summary saying from when the
+    relay's trace is incomplete, and no session left; before, it waited for the relay
+    daemon forever, and the session daemon with it."""
+    relay = Relayd(tmp_path / "relayd")
+    relay.start()
+    name = unique_name("stopped-relay")
+    process = start_program(tmp_path, BUSY)
+    attach = None
+    try:
+        (tmp_path / "GO").write_text("")  # the program's threads call tick() in a loop
+        attach = start_attach(process.pid, None, "--live", "--relayd", relay.url,
+                              "--live-port", str(relay.live), "--relayd-timeout", "2",
+                              "--duration", "1", "--name", name)
+        wait_attached(attach)
+        relay.process.send_signal(signal.SIGSTOP)
+        _, stderr = attach.communicate(timeout=LOST_RELAY_WAIT)
+    finally:
+        if attach is not None and attach.poll() is None:
+            attach.kill()
+            attach.wait()
+        relay.stop()  # continued first: a session daemon that still waits goes on
+        destroy_when_answered(name)
+        (tmp_path / "GO").unlink()
+        end_program(tmp_path, process)
+    assert attach.returncode == 0, stderr
+    assert 0 < _lost_relay_line(stderr) < 60
+    assert f"detached from process {process.pid}" in stderr
+    assert name not in session_names()

@@ -221,6 +221,9 @@ def _summary(recording: _Recording, fast: bool) -> str:
     if recording.relay:
         path, no_count = recording.relay.trace_path(session.name, False)
         count = not no_count
+        lost = recording.relay.lost()
+        if lost:
+            lines.append(lost)
     events, discarded = recording.attachment.events, recording.discarded
     if events is not None and not (fast and discarded) and not recording.recorder:
         recorded = events - discarded  # the process counted what it handed to LTTng

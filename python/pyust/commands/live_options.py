@@ -1,5 +1,6 @@
 """The live-session options that `pyust run` and `pyust attach` share (--live,
---relayd, --live-port, --live-timer), and the relay daemon they name (pyust.live)."""
+--relayd, --relayd-timeout, --live-port, --live-timer), and the relay daemon they name
+(pyust.live)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,21 @@ def add(parser: argparse.ArgumentParser) -> None:
                         help="a live session: the trace streams through an lttng-relayd, "
                              "readable while it is recorded (pyust top URL, babeltrace2 "
                              "--input-format=lttng-live URL); without --relayd, one on "
-                             f"127.0.0.1 (started if none listens on port {live.CONTROL_PORT})")
+                             f"127.0.0.1 (started if none listens on port {live.CONTROL_PORT}; "
+                             "refused when another user than you or root holds its ports)")
     parser.add_argument("--relayd", metavar="URL",
                         help="with --live: the relay daemon, net://HOST[:CTRL_PORT[:DATA_PORT]] "
                              f"(default ports {live.CONTROL_PORT}, {live.DATA_PORT})")
     parser.add_argument("--live-port", type=int, default=live.LIVE_PORT, metavar="PORT",
                         help=f"with --live: the relay daemon's live port, for the URL printed "
                              f"(default: {live.LIVE_PORT})")
+    parser.add_argument("--relayd-timeout", type=float, default=live.DEFAULT_TIMEOUT,
+                        metavar="SECONDS",
+                        help="with --live: cut the relay daemon off when no byte has moved "
+                             "to or from it for this long while data waits (a lost network, "
+                             "a stopped daemon), so that the session ends without waiting "
+                             "for TCP to give up (15 minutes), and say from when its trace "
+                             f"is incomplete (default: {live.DEFAULT_TIMEOUT:g})")
     parser.add_argument("--live-timer", type=int, default=live.DEFAULT_TIMER_US, metavar="US",
                         help=f"with --live: flush to the relay daemon every US microseconds "
                              f"(default: {live.DEFAULT_TIMER_US})")
@@ -34,7 +43,7 @@ def relay(args: argparse.Namespace) -> live.Relay | None:
         return None
     check(args)
     try:
-        return live.prepare(args.relayd, args.live_port, args.live_timer)
+        return live.prepare(args.relayd, args.live_port, args.live_timer, args.relayd_timeout)
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -52,6 +61,8 @@ def check(args: argparse.Namespace) -> None:
     if args.kernel:
         raise UsageError("--kernel with --live: not supported yet (perf writes its part into a "
                          "local trace directory): record the kernel with a local session")
+    if not args.relayd_timeout > 0:
+        raise UsageError("--relayd-timeout must be more than 0 seconds")
     if args.live_timer <= 0:
         raise UsageError("--live-timer must be a positive number of microseconds")
     if not 0 < args.live_port < 65536:

@@ -269,6 +269,9 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
     no_count = args.no_count
     if plan.relay:
         session.path, no_count = plan.relay.trace_path(plan.name, no_count)
+        lost = plan.relay.lost()
+        if lost:
+            lines.append(lost)
     recorded = None
     if emitted is not None and not (args.fast and discarded):
         recorded = emitted - discarded
