@@ -168,6 +168,25 @@ LTTNG_UST_TRACEPOINT_EVENT(python, process,
         lttng_ust_field_string(command, command)))
 
 /*
+ * python:lost_start - the session began recording this process late: the
+ * process had been running for lost_ns when its first events reached the
+ * trace (this event comes right after the rundown that names its code), so
+ * the trace lacks its start. Emitted once per start() (and per os.fork()
+ * child) that was asked to wait for the session (`pyust run`, its children,
+ * `pyust attach`) and gave up waiting: LTTng-UST registered with the session
+ * daemon later than the wait allowed.
+ *   lost_ns    how long the process ran unrecorded, from the moment pyust
+ *              let it run (its first line; the attach point) to this event
+ *   waited_ns  how long pyust had waited for the session before that
+ * Traces of earlier pyust versions never have it.
+ */
+LTTNG_UST_TRACEPOINT_EVENT(python, lost_start,
+    LTTNG_UST_TP_ARGS(uint64_t, lost_ns, uint64_t, waited_ns),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint64_t, lost_ns, lost_ns)
+        lttng_ust_field_integer(uint64_t, waited_ns, waited_ns)))
+
+/*
  * python:batch - fast mode (`pyust run --fast`): many call, return and line
  * events of one thread in one LTTng event. pyust's babeltrace2 filter
  * filter.pyust.expand turns each batch back into the python:call,
@@ -231,7 +250,8 @@ LTTNG_UST_TRACEPOINT_EVENT(python, horizon,
 /*
  * Log levels, so that `lttng enable-event -u 'python:*' --loglevel LEVEL` selects as it does
  * for other providers (LEVEL and every more severe one):
- *   TRACE_INFO            code, thread, process: what ran, by whom (names, no timeline)
+ *   TRACE_INFO            code, thread, process, lost_start: what ran, by whom (names, no
+ *                         timeline), and what the trace lacks of it
  *   TRACE_DEBUG_FUNCTION  call, return, c_call, c_return, and the fast mode's batch and
  *                         horizon: the timeline of functions
  *   TRACE_DEBUG_LINE      line: the most verbose
@@ -240,6 +260,7 @@ LTTNG_UST_TRACEPOINT_EVENT(python, horizon,
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, code, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, thread, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, process, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, lost_start, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, call, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, return, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, c_call, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)

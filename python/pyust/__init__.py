@@ -164,7 +164,7 @@ def _prefixes(value) -> list:
 
 def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = False,
           dormant: bool = True, fast: bool = False, _hide_caller_stack: bool = False,
-          _command=None, _hidden_dir: str = "") -> None:
+          _command=None, _hidden_dir: str = "", _start_wait=None) -> None:
     """Start tracing every thread of this interpreter.
 
     modules: module-name prefixes to trace ("numpy,pandas" or a list); by
@@ -189,7 +189,10 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     tracer (cProfile, a debugger, coverage.py) holds the interpreter's hook.
     (_command: the command line python:process reports, for pyust run on
     Pythons without sys.orig_argv; by default sys.orig_argv. _hidden_dir: code
-    from files under this directory is never traced, pyust attach's own.)
+    from files under this directory is never traced, pyust attach's own.
+    _start_wait: seconds to wait, before the first event, for a session to
+    record this process, and to say when it gave up (pyust run and attach: see
+    _start_timeout()); None: no wait, nothing said.)
     """
     include, excluded = _prefixes(modules), _prefixes(exclude)
     native = _load()
@@ -203,7 +206,8 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
     _wrap_thread_bootstrap()
     native.start(c_calls=c_calls, lines=lines, hide_caller_stack=_hide_caller_stack,
                  include=include, exclude=excluded, dormant=dormant, fast=fast,
-                 command=_command or [], hidden_dir=_hidden_dir)
+                 command=_command or [], hidden_dir=_hidden_dir,
+                 start_wait_ms=-1 if _start_wait is None else max(0, round(_start_wait * 1000)))
     for tid, name in names:
         native.name_thread(tid, name)
     _greenlet.install(native)
@@ -232,6 +236,34 @@ def _wrap_leaving_functions(fast: bool) -> None:
             continue
         _wrappers[name] = native.leaving(original, is_exec)
         setattr(os, name, _wrappers[name])
+
+
+# pyust run puts its --start-timeout here, for the program and its Python children.
+START_TIMEOUT_VARIABLE = "PYUST_START_TIMEOUT"
+
+
+def _start_timeout():
+    """How long a process started by pyust run waits for the session to record it before
+    its first line (start()'s _start_wait): PYUST_START_TIMEOUT's seconds (0: no wait, but
+    a start the session missed is still told), None without it.
+
+    A session that is already recording reaches a new process only once LTTng-UST, loaded
+    with pyust's hook, has registered with the session daemon: LTTng-UST waits for that
+    itself, at most LTTNG_UST_REGISTER_TIMEOUT ms (3000 by default; 0: not at all), and a
+    busy daemon can take longer. Past this wait the program runs anyway, unrecorded until
+    the session comes, and says so (python:lost_start, pyust run's summary)."""
+    value = os.environ.get(START_TIMEOUT_VARIABLE)
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < 1e6:
+        print(f"pyust: warning: {START_TIMEOUT_VARIABLE}={value!r} is not a number of seconds: "
+              "not waiting for the session", file=sys.stderr)
+        return None
+    return seconds
 
 
 def stop() -> None:

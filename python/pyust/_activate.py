@@ -69,7 +69,7 @@ def _start(options: dict) -> None:
     if pyust._in_subinterpreter():
         return  # the main interpreter traces; pyust cannot in a sub-interpreter
     try:
-        pyust.start(_hide_caller_stack=True, **options)
+        pyust.start(_hide_caller_stack=True, _start_wait=pyust._start_timeout(), **options)
     except pyust.TracerError as error:
         print(f"pyust: not tracing: {error}", file=sys.stderr)
         return

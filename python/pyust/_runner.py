@@ -144,7 +144,8 @@ def run_hook(options: dict, target_argv: list, tally=None) -> int:
         pyust.start(modules=options["modules"], exclude=options["exclude"],
                     c_calls=options["c_calls"], lines=options["lines"],
                     dormant=not options["no_dormant"], fast=options["fast"],
-                    _hide_caller_stack=True, _command=command)
+                    _hide_caller_stack=True, _command=command,
+                    _start_wait=pyust._start_timeout())
 
     try:
         run(target, start)

@@ -25,9 +25,10 @@ CONTEXTS = ("vpid", "vtid")
 # of native events that fills its buffers costs no Python event.
 NATIVE_CHANNEL = "pyust-native"
 # Flight recorder and rotated files: the python:* events that name what the others
-# refer to by id keep a channel of their own, which never overwrites or deletes them.
+# refer to by id keep a channel of their own, which never overwrites or deletes them (with
+# python:lost_start, which says what start of a process the trace lacks).
 NAMES_CHANNEL = "pyust-names"
-NAMING_EVENTS = ("python:code", "python:thread", "python:process")
+NAMING_EVENTS = ("python:code", "python:thread", "python:process", "python:lost_start")
 
 
 class LttngError(Exception):

@@ -6,6 +6,8 @@ children) counts its events into a file of its own there, mapped shared (see
 src/hook/tally.hpp): the files hold every event counted however the processes
 end. Their sum, less what LTTng discarded, is what the trace holds, without
 reading the trace again (babeltrace2's counter takes as long as the run).
+
+A process whose start the session missed notes that there too (lost_starts()).
 """
 
 from __future__ import annotations
@@ -15,7 +17,21 @@ import shutil
 import struct
 import tempfile
 
-_WORDS = struct.Struct("=QQ")  # events, fast-mode records (tally.hpp's EventTally)
+# tally.hpp's EventTally: events, fast-mode records, then how long the process waited for the
+# session before it ran unrecorded and how long it then ran before the session recorded it.
+_WORDS = struct.Struct("=QQ")
+_START = struct.Struct("=QQ")
+
+
+class LostStart:
+    """A process whose start the session did not record: it waited `waited` seconds for the
+    session, then ran `lost` seconds before the session recorded it (None: never, while
+    the run lasted)."""
+
+    def __init__(self, pid: int, waited: float, lost: float | None):
+        self.pid = pid
+        self.waited = waited
+        self.lost = lost
 
 
 class Tally:
@@ -31,26 +47,46 @@ class Tally:
         except OSError:
             return None
 
-    def total(self) -> int | None:
-        """The events counted by every process so far; None when no process
-        counted (its hook could not make its file, or none was traced)."""
-        total = 0
-        found = False
+    def _files(self):
+        """(pid, the file's first bytes) of each process's file."""
         try:
             names = os.listdir(self.directory)
         except OSError:
-            return None
+            return
         for name in names:
             if not name.startswith("tally-"):
                 continue
             try:
                 with open(os.path.join(self.directory, name), "rb") as stream:
-                    data = stream.read(_WORDS.size)
+                    data = stream.read(_WORDS.size + _START.size)
             except OSError:
                 continue
-            if len(data) == _WORDS.size:
+            try:
+                pid = int(name.split("-")[1])
+            except (IndexError, ValueError):
+                pid = None
+            yield pid, data
+
+    def lost_starts(self) -> list:
+        """The LostStart of every process that ran before the session recorded it, by pid."""
+        lost = []
+        for pid, data in self._files():
+            if pid is None or len(data) < _WORDS.size + _START.size:
+                continue
+            waited, lost_ns = _START.unpack_from(data, _WORDS.size)
+            if waited:
+                lost.append(LostStart(pid, waited / 1e9, lost_ns / 1e9 if lost_ns else None))
+        return sorted(lost, key=lambda start: start.pid)
+
+    def total(self) -> int | None:
+        """The events counted by every process so far; None when no process
+        counted (its hook could not make its file, or none was traced)."""
+        total = 0
+        found = False
+        for _, data in self._files():
+            if len(data) >= _WORDS.size:
                 found = True
-                total += sum(_WORDS.unpack(data))
+                total += sum(_WORDS.unpack_from(data))
         return total if found else None
 
     def remove(self) -> None:

@@ -168,6 +168,18 @@ std::string process_title(const ReportOptions& options, std::int64_t pid)
     return title;
 }
 
+namespace {
+
+// "pid 1234 (python3 prog.py): start not recorded (...): its first 1.204 s, from A to B".
+std::string lost_start_note(const ReportOptions& options, std::int64_t pid, const Gap& gap)
+{
+    return process_title(options, pid) + ": " + gap_kind_name(gap.kind) + ": its first " +
+           format_duration(gap.end - gap.begin) + ", from " + format_time(gap.begin) + " to " +
+           format_time(gap.end);
+}
+
+} // namespace
+
 std::string thread_title(const Thread& thread, const ReportOptions& options)
 {
     std::string title =
@@ -639,6 +651,10 @@ void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& s
             out << " (" << gap.count << ')';
         out << ", from " << format_time(gap.begin) << " to " << format_time(gap.end) << '\n';
     };
+    for (const auto& [pid, gap] : model.lost_starts()) {
+        header();
+        out << "  " << lost_start_note(options, pid, gap) << '\n';
+    }
     for (const Thread* thread : model.threads()) {
         for (const Gap& gap : thread->gaps()) {
             header();
@@ -704,6 +720,8 @@ void ChromeWriter::on_frame_closed(const Thread& thread, const Frame& frame, Tim
 void ChromeWriter::finish(const StreamNamer& stream_name, const ReportOptions& options)
 {
     std::vector<std::string> notes;
+    for (const auto& [pid, gap] : m_model.lost_starts())
+        notes.push_back(lost_start_note(options, pid, gap));
     for (const std::int64_t pid : traced_pids(m_model)) {
         separate();
         m_out << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << pid

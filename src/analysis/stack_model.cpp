@@ -37,6 +37,8 @@ const char* gap_kind_name(GapKind kind) noexcept
         return "frames still open at the end, closed at the last event";
     case GapKind::discarded_events:
         return "events discarded by the tracer";
+    case GapKind::lost_start:
+        return "start not recorded (the session recorded the process late)";
     }
     return "?";
 }
@@ -501,6 +503,13 @@ void StackModel::on_discarded(std::uint64_t stream, Timestamp begin, Timestamp e
         return;
     for (Thread* thread : seen->second)
         note(*thread, GapKind::discarded_events, begin, end, count);
+}
+
+void StackModel::on_lost_start(std::int64_t pid, Timestamp ts, std::uint64_t lost_ns)
+{
+    const Timestamp lost = static_cast<Timestamp>(std::min<std::uint64_t>(lost_ns, INT64_MAX));
+    const Timestamp begin = ts >= INT64_MIN + lost ? ts - lost : INT64_MIN; // a damaged trace's
+    m_lost_starts.emplace_back(pid, Gap{GapKind::lost_start, begin, ts, 0});
 }
 
 void StackModel::finish()

@@ -128,6 +128,7 @@ enum class GapKind {
     mismatched_return, // a return named a deeper frame: the frames above it were closed then
     open_at_end,       // frames still open at the end, closed at the thread's last event
     discarded_events,  // the tracer lost events in this window (stream-wide)
+    lost_start,        // the process ran before the session recorded it (python:lost_start)
 };
 
 // Returns a short lower-case name for a gap kind ("unmatched return", ...). noexcept.
@@ -356,6 +357,10 @@ public:
     // Throws std::bad_alloc.
     void on_discarded(std::uint64_t stream, Timestamp begin, Timestamp end, std::uint64_t count);
 
+    // A python:lost_start of process pid at ts: the process ran lost_ns before its first
+    // recorded event, unrecorded (the session reached it late). Throws std::bad_alloc.
+    void on_lost_start(std::int64_t pid, Timestamp ts, std::uint64_t lost_ns);
+
     // Closes every frame still open at its thread's last timestamp (open_at_end; kernel
     // frames, innermost, close without a gap: a process ends inside exit_group, off the CPU).
     // Call once, after the last event. Throws what on_return throws.
@@ -388,6 +393,13 @@ public:
     const std::unordered_map<LineKey, LineStats, LineKeyHash>& lines() const noexcept
     {
         return m_lines;
+    }
+
+    // The starts the trace lacks, per process, in the order they came: (pid, [begin, end]).
+    // noexcept.
+    const std::vector<std::pair<std::int64_t, Gap>>& lost_starts() const noexcept
+    {
+        return m_lost_starts;
     }
 
     // Discarded-events gaps per stream. noexcept.
@@ -455,6 +467,7 @@ private:
     std::unordered_map<std::int64_t, Thread*> m_tids; // for on_switch_in: the latest of a tid
     std::unordered_map<std::uint64_t, std::vector<Thread*>> m_stream_threads;
     std::unordered_map<std::uint64_t, std::vector<Gap>> m_stream_gaps;
+    std::vector<std::pair<std::int64_t, Gap>> m_lost_starts;
     std::unordered_map<FrameId, FunctionStats, FrameIdHash> m_functions;
     std::unordered_map<LineKey, LineStats, LineKeyHash> m_lines;
     FrameListener* m_listener = nullptr;

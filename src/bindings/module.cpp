@@ -71,7 +71,7 @@ PYBIND11_MODULE(_native, module)
         "start",
         [](bool c_calls, bool lines, bool hide_caller_stack, std::vector<std::string> include,
            std::vector<std::string> exclude, bool dormant, bool fast,
-           std::vector<std::string> command, std::string hidden_dir) {
+           std::vector<std::string> command, std::string hidden_dir, long start_wait_ms) {
             hook::Options options;
             options.c_calls = c_calls;
             options.lines = lines;
@@ -82,16 +82,19 @@ PYBIND11_MODULE(_native, module)
             options.fast = fast;
             options.command = std::move(command);
             options.hidden_dir = std::move(hidden_dir);
+            options.start_wait_ms = start_wait_ms;
             hook::start(options);
         },
         py::kw_only(), py::arg("c_calls") = false, py::arg("lines") = false,
         py::arg("hide_caller_stack") = false, py::arg("include") = std::vector<std::string>{},
         py::arg("exclude") = std::vector<std::string>{}, py::arg("dormant") = true,
         py::arg("fast") = false, py::arg("command") = std::vector<std::string>{},
-        py::arg("hidden_dir") = std::string{},
+        py::arg("hidden_dir") = std::string{}, py::arg("start_wait_ms") = -1,
         "Start tracing every thread. command: the command line python:process reports "
         "(default: sys.orig_argv, else /proc/self/cmdline); hidden_dir: code from files under "
-        "it is never traced (pyust attach's own).");
+        "it is never traced (pyust attach's own); start_wait_ms: wait up to this long for a "
+        "session to record the process first (0: not at all, but say so when none does; "
+        "negative: neither).");
     module.def("stop", &hook::stop, "Stop tracing every thread.");
     module.def(
         "hide_code",
@@ -119,6 +122,15 @@ PYBIND11_MODULE(_native, module)
     module.def("tally_into", &hook::tally_into, py::arg("directory"),
                "Count the events handed to LTTng in a new file of directory from now on (pyust "
                "run's summary); call before start().");
+    module.def(
+        "lost_start",
+        [] {
+            return py::make_tuple(hook::tally().start_waited_ns.load(),
+                                  hook::tally().start_lost_ns.load());
+        },
+        "(waited_ns, lost_ns): how long the last start waited for a session before it let the "
+        "process run unrecorded (0: it did not give up), and how long the process then ran "
+        "before a session recorded it (0: not yet).");
     module.def("flush", &hook::flush, py::arg("final") = false,
                "Fast mode: write every thread's pending records now (before os._exit).");
     module.def(

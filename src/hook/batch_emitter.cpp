@@ -192,6 +192,10 @@ public:
     {
         m_standard.process(version, backend, has_lines, has_c_calls, command);
     }
+    void lost_start(std::uint64_t lost_ns, std::uint64_t waited_ns) noexcept override
+    {
+        m_standard.lost_start(lost_ns, waited_ns);
+    }
     bool is_recording() const noexcept override
     {
         return lttng_ust_tracepoint_enabled(python, batch);

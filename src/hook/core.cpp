@@ -10,6 +10,7 @@
 
 #include "backend_eval.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -267,6 +268,77 @@ void wait_for_session_activation() noexcept
     lttng_ust_after_fork_parent(&saved);
 }
 
+std::uint64_t monotonic_ns() noexcept
+{
+    timespec t{};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u +
+           static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+// Waits, with the GIL released, until a session records the events of emitter's mode and is
+// active (wait_for_session_activation), at most ms milliseconds: LTTng-UST's registration
+// with the session daemon brings it, at once or later (see Options::start_wait_ms). Polls
+// LTTng's enabled flags, every 0.1 ms at first, then up to every 2 ms: start-up only.
+// Returns 0 when the session records, else the time waited in ns (at least 1).
+std::uint64_t wait_for_recording(const Emitter& emitter, long ms) noexcept
+{
+    const std::uint64_t begin = monotonic_ns();
+    const std::uint64_t deadline = begin + static_cast<std::uint64_t>(ms) * 1000000u;
+    bool is_recording = emitter.is_recording();
+    if (is_recording) {
+        wait_for_session_activation();
+        return 0;
+    }
+    if (ms == 0)
+        return 1;
+    std::uint64_t waited = 0;
+    Py_BEGIN_ALLOW_THREADS
+        long pause_ns = 100000;
+        for (std::uint64_t now = begin; !is_recording && now < deadline; now = monotonic_ns()) {
+            const timespec pause{0, static_cast<long>(std::min<std::uint64_t>(
+                                        static_cast<std::uint64_t>(pause_ns), deadline - now))};
+            nanosleep(&pause, nullptr);
+            pause_ns = std::min(pause_ns * 2, 2000000L);
+            is_recording = emitter.is_recording();
+        }
+        if (is_recording)
+            wait_for_session_activation();
+        else
+            waited = std::max<std::uint64_t>(monotonic_ns() - begin, 1);
+    Py_END_ALLOW_THREADS
+    return waited;
+}
+
+// Before the process's first event (start(), a fork child): waits for the session as the
+// options ask, and when it gives up, notes that the process runs unrecorded from now on.
+void wait_for_session(const Emitter& emitter) noexcept
+{
+    s_state.lost_since_ns = 0;
+    s_state.lost_waited_ns = 0;
+    if (s_state.options.start_wait_ms < 0)
+        return;
+    const std::uint64_t waited = wait_for_recording(emitter, s_state.options.start_wait_ms);
+    if (waited == 0)
+        return;
+    s_state.lost_waited_ns = waited;
+    s_state.lost_since_ns = monotonic_ns();
+    tally().start_waited_ns.store(waited);
+    tally().start_lost_ns.store(0);
+}
+
+// A session records the process now: if its start went unrecorded, says for how long, in
+// the trace (after the rundown that names its code) and in its tally.
+void end_lost_start() noexcept
+{
+    if (s_state.lost_since_ns == 0)
+        return;
+    const std::uint64_t lost = std::max<std::uint64_t>(monotonic_ns() - s_state.lost_since_ns, 1);
+    s_state.lost_since_ns = 0;
+    tally().start_lost_ns.store(lost);
+    s_state.emitter->lost_start(lost, s_state.lost_waited_ns);
+}
+
 // A session started recording: hooks back on, everything named again.
 void wake_up() noexcept
 {
@@ -285,6 +357,7 @@ void wake_up() noexcept
     }
     s_state.was_code_enabled = s_state.emitter->is_code_enabled();
     rundown();
+    end_lost_start();
 }
 
 // The last session stopped recording: hooks off.
@@ -389,6 +462,7 @@ public:
     void c_call(const char*, const char*) noexcept override {}
     void c_return(bool) noexcept override {}
     void thread(std::int64_t, const char*) noexcept override {}
+    void lost_start(std::uint64_t, std::uint64_t) noexcept override {}
     void process(const char*, const char*, bool, bool, const char*) noexcept override {}
     bool is_recording() const noexcept override { return false; }
 
@@ -542,6 +616,7 @@ void on_session_change() noexcept
         wait_for_session_activation();
         s_state.emitter->begin();
         rundown();
+        end_lost_start();
     }
 }
 
@@ -709,6 +784,9 @@ void start(const Options& options)
         s_state.options = previous;
         throw;
     }
+    // Before the first event (python:process, the stack, the fast mode's horizon): the
+    // program's first line must not run before the session records it.
+    wait_for_session(options.fast ? batch_emitter() : lttng_emitter());
     s_state.filter = std::move(filter);
     ++s_state.generation;
     // This start may record into another session than the last one did (pyust
@@ -746,6 +824,9 @@ void start(const Options& options)
             start_watcher();
     }
     s_state.is_active = true;
+    // The session came between the wait's end and now: nothing of the program ran yet.
+    if (s_state.is_hooked && s_state.was_code_enabled)
+        end_lost_start();
 }
 
 void stop() noexcept
@@ -860,6 +941,9 @@ void after_fork_child() noexcept
 {
     if (!s_state.is_active || s_state.emitter == &s_silent_emitter)
         return;
+    // The child registered with the session daemon again (fork_child): wait for the
+    // session, as start() did.
+    wait_for_session(*s_state.emitter);
     // The child's process and thread events. The code ids it inherited keep
     // the parent's pid: their names are in the parent's registrations.
     s_state.was_code_enabled = s_state.emitter->is_code_enabled();
@@ -873,6 +957,8 @@ void after_fork_child() noexcept
     open_stack(PyEval_GetFrame());
     if (needs_watcher(s_state.options))
         start_watcher();
+    if (s_state.is_hooked && s_state.was_code_enabled)
+        end_lost_start();
 }
 
 } // namespace pyust::hook

@@ -36,6 +36,11 @@ struct State {
     std::int64_t forking_tid = 0;
     std::int64_t os_fork_tid = 0;
     bool is_subprocess_fork = false; // os_fork_tid's fork is subprocess's, with a preexec_fn
+    // A start that gave up waiting for the session (Options::start_wait_ms): since when the
+    // process runs unrecorded (CLOCK_MONOTONIC, LTTng's clock; 0: none), and how long the wait
+    // was. Cleared when a session records the process.
+    std::uint64_t lost_since_ns = 0;
+    std::uint64_t lost_waited_ns = 0;
 };
 
 // Guarded by the GIL. Never destroyed: daemon threads may still be inside

@@ -24,6 +24,9 @@ public:
     virtual void thread(std::int64_t tid, const char* name) noexcept = 0;
     virtual void process(const char* version, const char* backend, bool has_lines, bool has_c_calls,
                          const char* command) noexcept = 0;
+    // python:lost_start: the process ran lost_ns unrecorded after pyust waited waited_ns for
+    // the session (both modes: a standard event).
+    virtual void lost_start(std::uint64_t lost_ns, std::uint64_t waited_ns) noexcept = 0;
 
     // True while some session records python:code (or, in the fast mode,
     // python:batch): the hook watches it, at every traced call, to re-emit

@@ -43,6 +43,14 @@ struct Options {
     // The process's command line for python:process; empty: sys.orig_argv,
     // else (Python 3.8, 3.9) /proc/self/cmdline.
     std::vector<std::string> command;
+    // Wait, before the first event, up to this many milliseconds for a session to record
+    // the process (0: no wait; negative: no wait and no python:lost_start): LTTng-UST registers
+    // with the session daemons in the background, and a session already started reaches a process
+    // only then (at once when LTTng-UST's own wait, LTTNG_UST_REGISTER_TIMEOUT, let it finish; not
+    // with LTTNG_UST_REGISTER_TIMEOUT=0 or a slow daemon). Past it the program runs unrecorded;
+    // when a session then records it, the process emits python:lost_start and notes the loss
+    // in its tally (tally.hpp). The same in the child of os.fork(), which registers again.
+    long start_wait_ms = -1;
 };
 
 // Prepares the hook once per process. own_dir: pyust's package directory with

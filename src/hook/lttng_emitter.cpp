@@ -53,6 +53,10 @@ public:
     {
         PYUST_EMIT(process, version, backend, has_lines ? 1 : 0, has_c_calls ? 1 : 0, command);
     }
+    void lost_start(std::uint64_t lost_ns, std::uint64_t waited_ns) noexcept override
+    {
+        PYUST_EMIT(lost_start, lost_ns, waited_ns);
+    }
     bool is_recording() const noexcept override
     {
         // clang-format takes the event name `return` for the keyword.

@@ -82,6 +82,8 @@ void tally_into(const std::string& directory)
     tally->events = g_tally->events;
     tally->records.store(g_tally->records.load(std::memory_order_relaxed),
                          std::memory_order_relaxed);
+    tally->start_waited_ns.store(g_tally->start_waited_ns.load());
+    tally->start_lost_ns.store(g_tally->start_lost_ns.load());
     EventTally* previous = g_tally;
     g_tally = tally;
     release(previous);

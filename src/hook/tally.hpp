@@ -21,10 +21,15 @@ struct EventTally {
     // The fast mode's records, counted as their batches are written (by any
     // thread, the session watcher's too).
     std::atomic<std::uint64_t> records{0};
+    // A start that went unrecorded (core.cpp's start()): how long pyust waited for the
+    // session before it let the process run unrecorded (0: it did not give up), and how long
+    // the process then ran before the session recorded it (0: not yet, or never).
+    std::atomic<std::uint64_t> start_waited_ns{0};
+    std::atomic<std::uint64_t> start_lost_ns{0};
 };
 
-// pyust run reads the files as two native-endian 64-bit words.
-static_assert(sizeof(EventTally) == 16);
+// pyust run reads the files as four native-endian 64-bit words (pyust.tally).
+static_assert(sizeof(EventTally) == 32);
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 
 // The tally events are counted into (never null).

@@ -17,6 +17,7 @@ import sys
 import time
 
 from .. import args as cli_args, babeltrace, children, lttng, sessiond, tally
+from .. import START_TIMEOUT_VARIABLE
 from ..args import UsageError
 from . import live_options
 
@@ -80,6 +81,15 @@ def _parser() -> argparse.ArgumentParser:
                              "(sched_switch): with LTTng's kernel tracer when lttng-modules "
                              "is loaded, else with perf into TRACE/kernel-perf and "
                              "TRACE/kernel-perf-sched (root)")
+    parser.add_argument("--start-timeout", type=float, default=5.0, metavar="SECONDS",
+                        help="how long each traced process (the program, its Python children "
+                             "and forks) waits before its first line for the session to record "
+                             "it, once LTTng-UST's own wait for the session daemon "
+                             "(LTTNG_UST_REGISTER_TIMEOUT, 3 s by default) is over; past it the "
+                             "process runs anyway, and the summary and `pyust report` say "
+                             "which process lost how long a start (default: 5; 0: no wait, the "
+                             "loss still told; "
+                             "passed on as PYUST_START_TIMEOUT)")
     parser.add_argument("--no-children", action="store_true",
                         help="trace only the program's process (and its forks), not the Python "
                              "programs it starts")
@@ -114,12 +124,12 @@ def _run(argv: list) -> int:
         from .. import kernel  # only for --kernel
 
         plan.recorder = kernel.choose()
-    # The processes count their events (pyust.tally) where the trace holds exactly what they
-    # handed to LTTng less what it discarded; else the trace is counted (count_events).
-    counter = None
-    if not (args.no_count or args.snapshot or args.native or plan.recorder or relay
-            or args.tracefile_count):
-        counter = tally.Tally.create()
+    # The processes count their events (pyust.tally), and note a start the session missed.
+    # Their counts are used where the trace holds exactly what they handed to LTTng less what
+    # it discarded; else the trace is counted (count_events).
+    counter = tally.Tally.create()
+    counts = not (args.no_count or args.snapshot or args.native or plan.recorder or relay
+                  or args.tracefile_count)
     kids = children.prepare(cli_args.hook_flags(args), enabled=not args.no_children,
                             tally=counter and counter.directory)
     session = None
@@ -129,6 +139,7 @@ def _run(argv: list) -> int:
     guard = SignalGuard()
     stopped = False
     emitted = None
+    lost_starts = []
     try:
         session = plan.open_session()
         warning = sessiond.root_daemon_warning(daemon)
@@ -139,7 +150,8 @@ def _run(argv: list) -> int:
         try:
             status = _run_child(target, cli_args.hook_flags(args), guard, blocking=args.no_discard,
                                 native=args.native, spawn=plan.recorder and plan.recorder.spawn,
-                                kids=kids, tally=counter and counter.directory)
+                                kids=kids, tally=counter and counter.directory,
+                                start_timeout=args.start_timeout)
         finally:
             if plan.recorder:
                 plan.recorder.stop()
@@ -154,7 +166,8 @@ def _run(argv: list) -> int:
         if args.snapshot:
             session.snapshot_record()
         discarded = session.discarded_events()
-        emitted = counter.total() if counter else None
+        emitted = counter.total() if counter and counts else None
+        lost_starts = counter.lost_starts() if counter else []
     finally:
         try:
             if session is not None:
@@ -169,7 +182,7 @@ def _run(argv: list) -> int:
             # A signal that came once the program had ended, while the session was
             # stopped and destroyed, ends pyust run now, by that signal.
             guard.release()
-    for line in _summary(args, plan, session, emitted, discarded, processes):
+    for line in _summary(args, plan, session, emitted, discarded, processes, lost_starts):
         print(line, file=sys.stderr)
     return exit_like(status)
 
@@ -188,6 +201,8 @@ def _is_missing_script(target: list) -> bool:
 
 def _check_options(args: argparse.Namespace) -> None:
     """Raises UsageError for options that do not go together."""
+    if not 0 <= args.start_timeout <= 3600:
+        raise UsageError("--start-timeout must be from 0 to 3600 seconds")
     if args.tracefile_count is not None and (args.tracefile_count < 1 or not args.tracefile_size):
         raise UsageError("--tracefile-count needs --tracefile-size and must be at least 1")
     if args.snapshot and (args.live or args.relayd):
@@ -259,9 +274,10 @@ class _Plan:
 
 
 def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
-             emitted: int | None, discarded: int, processes) -> list:
+             emitted: int | None, discarded: int, processes, lost_starts: list = ()) -> list:
     """The lines that end a run: the kernel recorder's note, where the trace is, how many
-    events it holds and how many LTTng discarded, and what to do about a loss."""
+    events it holds and how many LTTng discarded, what to do about a loss, and the processes
+    whose start the session missed (pyust.tally.LostStart)."""
     lines = []
     note = plan.recorder.finish(session.path) if plan.recorder else None
     if note:
@@ -292,6 +308,23 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
         what = "batches of records (fast mode)" if args.fast else "events"
         lines.append(f"pyust: {what} were lost because the buffers filled up: use larger "
                      "buffers (--subbuf-size, --num-subbuf) or --no-discard")
+    lines += lost_start_lines(lost_starts)
+    return lines
+
+
+def lost_start_lines(lost_starts: list) -> list:
+    """One line per process whose start the session missed (pyust.tally.LostStart)."""
+    lines = []
+    for start in lost_starts:
+        if start.lost is None:
+            what = "is not in the trace at all: the session never recorded it"
+        else:
+            what = (f"ran {start.lost:.3f} s before the session recorded it: the trace lacks "
+                    "that start")
+        lines.append(f"pyust: process {start.pid} {what} (LTTng-UST had not registered with "
+                     f"the session daemon when the process gave up waiting, after "
+                     f"{start.waited:.1f} s: a busy machine, or LTTNG_UST_REGISTER_TIMEOUT; "
+                     "--start-timeout waits longer)")
     return lines
 
 
@@ -324,7 +357,8 @@ def _daemon_failure(daemon, session, shm_path: str | None) -> list:
 
 
 def _run_child(target: list, hook_flags: list, guard: "SignalGuard", *, blocking: bool,
-               native: bool = False, spawn=None, kids=None, tally: str | None = None) -> int:
+               native: bool = False, spawn=None, kids=None, tally: str | None = None,
+               start_timeout: float = 0) -> int:
     """Run the program in a child interpreter under the hook; its status.
 
     The terminating signals sent to pyust run while the program runs go to
@@ -333,8 +367,10 @@ def _run_child(target: list, hook_flags: list, guard: "SignalGuard", *, blocking
     terminal sends to its whole foreground group (Ctrl-C, Ctrl-\\, hang-up)
     have reached the program already and are not sent twice. With `kids`,
     the program's Python children are traced too (children.py). With `tally`,
-    the program counts its events there (pyust.tally)."""
+    the program counts its events there (pyust.tally). start_timeout: how long each
+    traced process waits for the session before its first line (pyust._start_timeout)."""
     env = dict(os.environ)
+    env[START_TIMEOUT_VARIABLE] = f"{start_timeout:g}"
     if blocking:
         env["LTTNG_UST_ALLOW_BLOCKING"] = "1"
     if native:

@@ -62,7 +62,7 @@ PythonKind kind_of(const char* name) noexcept
         {"python:line", PythonKind::line},         {"python:c_call", PythonKind::c_call},
         {"python:c_return", PythonKind::c_return}, {"python:code", PythonKind::code},
         {"python:thread", PythonKind::thread},     {"python:process", PythonKind::process},
-        {"python:batch", PythonKind::batch},
+        {"python:batch", PythonKind::batch},       {"python:lost_start", PythonKind::lost_start},
     };
     static constexpr struct {
         const char* name;
@@ -181,6 +181,9 @@ void EventReader::read_class_info(const bt_event_class* event_class, ClassInfo& 
         case PythonKind::process:
             info.name = find_member(payload, "command"); // absent in older traces
             break;
+        case PythonKind::lost_start:
+            info.number = find_member(payload, "lost_ns");
+            break;
         case PythonKind::native_entry:
         case PythonKind::native_exit:
             info.addr = find_member(payload, "addr");
@@ -191,7 +194,8 @@ void EventReader::read_class_info(const bt_event_class* event_class, ClassInfo& 
         const bool needs_id = info.kind == PythonKind::code || info.kind == PythonKind::call ||
                               info.kind == PythonKind::ret || info.kind == PythonKind::line;
         const bool needs_number = info.kind == PythonKind::line || info.kind == PythonKind::code ||
-                                  info.kind == PythonKind::thread;
+                                  info.kind == PythonKind::thread ||
+                                  info.kind == PythonKind::lost_start;
         if ((needs_id && info.id.index < 0) || (needs_number && info.number.index < 0)) {
             throw Error(std::string("Cannot read a python event: event=") + event_name +
                         ", reason=a payload field is missing (not pyust's event model?)");
@@ -391,6 +395,9 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
         model.on_switch_out(thread);
         if (event.next_tid > 0 && event.next_tid != event.key.tid)
             model.on_switch_in(event.next_tid, event.ts);
+        break;
+    case PythonKind::lost_start:
+        model.on_lost_start(event.key.pid, event.ts, event.number);
         break;
     case PythonKind::code: // apply_names() took its names
     case PythonKind::process:

@@ -41,6 +41,7 @@ enum class PythonKind : std::uint8_t {
     syscall_exit,
     sched_switch,
     batch, // python:batch (fast mode): decode() refuses it, filter.pyust.expand must come first
+    lost_start,
 };
 
 // One decoded python:* event. The string views point into the message's fields: they live as
@@ -51,7 +52,8 @@ struct PythonEvent {
     analysis::Timestamp ts = 0; // ns from origin (0 when the stream has no clock)
     std::uint64_t stream = 0;   // the reader's index of the event's stream
     std::uint64_t id = 0;       // code id (code, call, return, line)
-    std::uint64_t number = 0;   // line (line), first_line (code), tid (thread)
+    std::uint64_t number = 0;   // line (line), first_line (code), tid (thread), lost_ns
+                                // (lost_start)
     std::string_view name;      // call, c_call: name; code: qualname; thread: name; process: the
                                 // command line (empty in older traces); syscall_entry: the
                                 // system call's name ("syscall_N" for an unknown number)
