@@ -362,3 +362,39 @@ def wait_held(tmp_path: Path, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not (tmp_path / "held").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+# Delays every message LTTng-UST's threads receive from the session daemon by 50 ms.
+_SLOW_REPLIES = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+ssize_t recvmsg(int fd, struct msghdr* message, int flags)
+{
+    static ssize_t (*real)(int, struct msghdr*, int);
+    if (real == NULL)
+        real = (ssize_t(*)(int, struct msghdr*, int))dlsym(RTLD_NEXT, "recvmsg");
+    ssize_t received = real(fd, message, flags);
+    if (syscall(SYS_gettid) != getpid()) {
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return received;
+}
+"""
+
+
+def slow_replies_library(tmp_path: Path) -> str:
+    """A library for LD_PRELOAD (built in tmp_path) that delays every message LTTng-UST's
+    threads receive from the session daemon by 50 ms: the registration of a process, and a
+    session's start in it, take seconds."""
+    source = tmp_path / "slow_replies.c"
+    source.write_text(_SLOW_REPLIES)
+    library = tmp_path / "libslow_replies.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source), "-ldl"],
+                   check=True)
+    return str(library)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 
-from lttng_harness import PYTHON, Session, assert_balanced, child_env
+from lttng_harness import PYTHON, Session, assert_balanced, child_env, slow_replies_library
 
 LONG_RUNNING = """\
 import sys, time
@@ -93,42 +93,14 @@ def test_sessions_started_and_stopped_twice_while_running(make_program, tmp_path
         assert_woken_up(trace)
 
 
-# Delays every message LTTng-UST's threads receive from the session daemon by 50 ms.
-SLOW_REPLIES = r"""
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-ssize_t recvmsg(int fd, struct msghdr* message, int flags)
-{
-    static ssize_t (*real)(int, struct msghdr*, int);
-    if (real == NULL)
-        real = (ssize_t(*)(int, struct msghdr*, int))dlsym(RTLD_NEXT, "recvmsg");
-    ssize_t received = real(fd, message, flags);
-    if (syscall(SYS_gettid) != getpid()) {
-        struct timespec pause = {0, 50 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    return received;
-}
-"""
-
-
 def test_hooks_come_back_once_the_session_records(make_program, tmp_path):
     """LTTng-UST turns a starting session's tracepoints on, then waits for the session
     daemon's answers before the session records. With the answers slowed down, that gap
     outlasts the dormant hook's poll: the hooks must still come back (and the rundown be
     made) only once the session records, or the program's first calls and the names of
     its codes are lost (before the fix, none of the 100 ticks was recorded)."""
-    source = tmp_path / "slow_replies.c"
-    source.write_text(SLOW_REPLIES)
-    library = tmp_path / "libslow_replies.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source), "-ldl"],
-                   check=True)
-    env = child_env(LD_PRELOAD=str(library), LTTNG_UST_REGISTER_TIMEOUT="30000")
+    env = child_env(LD_PRELOAD=slow_replies_library(tmp_path),
+                    LTTNG_UST_REGISTER_TIMEOUT="30000")
     for trace in started_and_stopped_twice(make_program(LONG_RUNNING), tmp_path, env):
         assert_woken_up(trace)
 
