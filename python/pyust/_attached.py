@@ -59,7 +59,8 @@ def _start(pyust, control: str, options: dict, hidden: str) -> dict:
     wrapped_before = pyust._bootstrap_inner is not None
     os_functions = {name: getattr(os, name, None) for name in pyust._LEAVING}
     emitted = pyust.emitted_events()
-    pyust.start(modules=options.get("modules"), exclude=options.get("exclude"),
+    pyust.start(_start_wait=options.get("start_wait"),
+                modules=options.get("modules"), exclude=options.get("exclude"),
                 c_calls=options.get("c_calls", False), lines=options.get("lines", False),
                 fast=options.get("fast", False), _hidden_dir=hidden)
     _state["control"] = control
@@ -87,7 +88,7 @@ def _stop(pyust) -> dict:
     if added_path in sys.path:
         sys.path.remove(added_path)
     _state.clear()
-    return {"ok": True, "events": events}
+    return {"ok": True, "events": events, "lost_start": pyust._hook.lost_start()}
 
 
 def run(action: str, control: str, options: dict, frame, step_file: str,

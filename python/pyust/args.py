@@ -62,6 +62,24 @@ def add_hook_options(parser: argparse.ArgumentParser) -> None:
                         help="the program: script.py args, or -m module args (after --)")
 
 
+def add_start_timeout(parser: argparse.ArgumentParser, who: str) -> None:
+    """--start-timeout (run, attach): how long `who` waits for the session (pyust.start's
+    _start_wait)."""
+    parser.add_argument("--start-timeout", type=float, default=5.0, metavar="SECONDS",
+                        help=f"how long {who} for the session to record it, once LTTng-UST's "
+                             "own wait for the session daemon (LTTNG_UST_REGISTER_TIMEOUT, 3 s "
+                             "by default) is over; past it the process runs on unrecorded until "
+                             "the session comes, and the summary and `pyust report` say which "
+                             "process lost how long a start (default: 5; 0: no wait, the loss "
+                             "still told)")
+
+
+def check_start_timeout(args: argparse.Namespace) -> None:
+    """Raises UsageError for a --start-timeout out of range."""
+    if not 0 <= args.start_timeout <= 3600:
+        raise UsageError("--start-timeout must be from 0 to 3600 seconds")
+
+
 def add_channel_options(parser: argparse.ArgumentParser, trace_formats) -> None:
     """The session's buffers and format: --subbuf-size, --num-subbuf, --trace-format
     (one of trace_formats)."""

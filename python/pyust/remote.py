@@ -356,6 +356,7 @@ class Attachment:
         self.options = options
         self.backend = None
         self.events = None  # what the process handed to LTTng while attached
+        self.lost_start = None  # (waited_ns, lost_ns) of a start the session missed
         self._page = None  # gdb's trampoline page in the target
         self._control = tempfile.mkdtemp(prefix="pyust-attach-")
         self._step = os.path.join(self._control, "step.py")
@@ -401,6 +402,10 @@ class Attachment:
             events = result.get("events")
             # A count, or none (the summary then counts the trace).
             self.events = events if type(events) is int and events >= 0 else None
+            # (waited ns, lost ns), or none: from the target, so checked like the rest.
+            lost = result.get("lost_start")
+            self.lost_start = (lost if isinstance(lost, tuple) and len(lost) == 2
+                               and all(type(n) is int and n >= 0 for n in lost) else None)
 
     def close(self) -> None:
         """Detaches if still attached (a failure then is not raised: the caller is

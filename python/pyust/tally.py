@@ -33,6 +33,24 @@ class LostStart:
         self.waited = waited
         self.lost = lost
 
+    @classmethod
+    def of(cls, pid: int, words) -> "LostStart | None":
+        """The LostStart of (waited_ns, lost_ns) as the hook keeps them (pyust._native's
+        lost_start()); None when the process did not give up waiting."""
+        waited, lost = words
+        return cls(pid, waited / 1e9, lost / 1e9 if lost else None) if waited else None
+
+    def describe(self) -> str:
+        """The summary's line for it (pyust run, pyust attach)."""
+        if self.lost is None:
+            what = "is not in the trace at all: the session never recorded it"
+        else:
+            what = (f"ran {self.lost:.3f} s before the session recorded it: the trace lacks "
+                    "that start")
+        return (f"pyust: process {self.pid} {what} (LTTng-UST had not registered with the "
+                f"session daemon when the process gave up waiting, after {self.waited:.1f} s: "
+                "a busy machine, or LTTNG_UST_REGISTER_TIMEOUT; --start-timeout waits longer)")
+
 
 class Tally:
     def __init__(self, directory: str):
@@ -73,9 +91,9 @@ class Tally:
         for pid, data in self._files():
             if pid is None or len(data) < _WORDS.size + _START.size:
                 continue
-            waited, lost_ns = _START.unpack_from(data, _WORDS.size)
-            if waited:
-                lost.append(LostStart(pid, waited / 1e9, lost_ns / 1e9 if lost_ns else None))
+            start = LostStart.of(pid, _START.unpack_from(data, _WORDS.size))
+            if start:
+                lost.append(start)
         return sorted(lost, key=lambda start: start.pid)
 
     def total(self) -> int | None:

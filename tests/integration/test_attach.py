@@ -26,7 +26,7 @@ from attach_harness import (BUSY, NAMES, THREAD_NAME, end_program, finish_attach
                             start_program, start_users_program, ticks_by_thread, wait_attached,
                             window)
 from lttng_harness import (PYTHON, PYUST_PATH, READER, assert_balanced, child_env, python_version,
-                           read_trace)
+                           read_trace, user_site_env)
 
 pytestmark = pytest.mark.skipif(
     python_version(PYTHON) < (3, 14) and shutil.which("gdb") is None,
@@ -545,3 +545,24 @@ def test_an_interpreter_without_pyust_is_named(tmp_path):
         (tmp_path / "END").write_text("")
         out = process.communicate(timeout=60)[0]
     assert "modules []" in out  # nothing of pyust's stayed imported
+
+
+def test_the_attach_point_waits_for_the_session(tmp_path):
+    """LTTng-UST, loaded into the process by the attach, registers with the session daemon
+    in the background; with LTTNG_UST_REGISTER_TIMEOUT=0 in the process's environment it
+    does not wait for that, and the session reached the process only after pyust attach
+    said it recorded: the window's first ticks were not in the trace (before: a fifth to a
+    half of them). The attach point waits for the session. (The process imports the pyust
+    under test from its user site directory.)"""
+    env, _ = user_site_env(tmp_path, LTTNG_UST_REGISTER_TIMEOUT="0")
+    process = start_program(tmp_path, BUSY, env=env)
+    try:
+        before, after, output, err = window(tmp_path, process)
+        assert "before the session recorded it" not in err
+        ticks = ticks_by_thread(read_trace(output), tmp_path)
+        for name in NAMES:
+            assert ticks.get(THREAD_NAME[name], 0) == after[name] - before[name], (name, ticks)
+        end_program(tmp_path, process)
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 
-from .. import args as cli_args, babeltrace, live, lttng, remote, sessiond
+from .. import args as cli_args, babeltrace, live, lttng, remote, sessiond, tally
 from ..args import UsageError
 from . import live_options
 
@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kernel", action="store_true",
                         help="also record the process's system calls and scheduling from the "
                              "attach on (as for run: LTTng's kernel tracer, else perf; root)")
+    cli_args.add_start_timeout(parser, "the process waits, at the attach point, before it "
+                                       "runs on traced,")
     parser.add_argument("--native", action="store_true",
                         help="refused: native frames need lttng-ust's cyg-profile library "
                              "preloaded when the program starts (use pyust run --native)")
@@ -87,7 +89,8 @@ def main(argv: list) -> int:
         recording.open(name, output, trace_format,
                        lttng.ChannelConfig(subbuf_size=args.subbuf_size,
                                            num_subbuf=args.num_subbuf))
-        recording.attach(cli_args.hook_options(args), args.wait, ending)
+        recording.attach(dict(cli_args.hook_options(args), start_wait=args.start_timeout),
+                         args.wait, ending)
         where = (f"streaming to the relay daemon at {relay.url}" if relay
                  else f"recording into {recording.session.path}")
         print(f"pyust: attached to process {target.pid} (Python {target.version_text}, "
@@ -120,6 +123,7 @@ def _check_options(args: argparse.Namespace) -> None:
         raise UsageError("--duration must be more than 0 seconds")
     if args.wait <= 0:
         raise UsageError("--wait must be more than 0 seconds")
+    cli_args.check_start_timeout(args)
     live_options.check(args)
 
 
@@ -243,4 +247,7 @@ def _summary(recording: _Recording, fast: bool) -> str:
     else:
         summary += f"; detached from process {target.pid}, which runs on untraced"
     lines.append(summary)
+    lost = tally.LostStart.of(target.pid, recording.attachment.lost_start or (0, 0))
+    if lost:
+        lines.append(lost.describe())
     return "\n".join(lines)

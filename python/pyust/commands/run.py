@@ -81,15 +81,9 @@ def _parser() -> argparse.ArgumentParser:
                              "(sched_switch): with LTTng's kernel tracer when lttng-modules "
                              "is loaded, else with perf into TRACE/kernel-perf and "
                              "TRACE/kernel-perf-sched (root)")
-    parser.add_argument("--start-timeout", type=float, default=5.0, metavar="SECONDS",
-                        help="how long each traced process (the program, its Python children "
-                             "and forks) waits before its first line for the session to record "
-                             "it, once LTTng-UST's own wait for the session daemon "
-                             "(LTTNG_UST_REGISTER_TIMEOUT, 3 s by default) is over; past it the "
-                             "process runs anyway, and the summary and `pyust report` say "
-                             "which process lost how long a start (default: 5; 0: no wait, the "
-                             "loss still told; "
-                             "passed on as PYUST_START_TIMEOUT)")
+    cli_args.add_start_timeout(parser, "each traced process (the program, its Python "
+                               "children and forks: PYUST_START_TIMEOUT in their environment) "
+                               "waits before its first line")
     parser.add_argument("--no-children", action="store_true",
                         help="trace only the program's process (and its forks), not the Python "
                              "programs it starts")
@@ -201,8 +195,7 @@ def _is_missing_script(target: list) -> bool:
 
 def _check_options(args: argparse.Namespace) -> None:
     """Raises UsageError for options that do not go together."""
-    if not 0 <= args.start_timeout <= 3600:
-        raise UsageError("--start-timeout must be from 0 to 3600 seconds")
+    cli_args.check_start_timeout(args)
     if args.tracefile_count is not None and (args.tracefile_count < 1 or not args.tracefile_size):
         raise UsageError("--tracefile-count needs --tracefile-size and must be at least 1")
     if args.snapshot and (args.live or args.relayd):
@@ -308,23 +301,7 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
         what = "batches of records (fast mode)" if args.fast else "events"
         lines.append(f"pyust: {what} were lost because the buffers filled up: use larger "
                      "buffers (--subbuf-size, --num-subbuf) or --no-discard")
-    lines += lost_start_lines(lost_starts)
-    return lines
-
-
-def lost_start_lines(lost_starts: list) -> list:
-    """One line per process whose start the session missed (pyust.tally.LostStart)."""
-    lines = []
-    for start in lost_starts:
-        if start.lost is None:
-            what = "is not in the trace at all: the session never recorded it"
-        else:
-            what = (f"ran {start.lost:.3f} s before the session recorded it: the trace lacks "
-                    "that start")
-        lines.append(f"pyust: process {start.pid} {what} (LTTng-UST had not registered with "
-                     f"the session daemon when the process gave up waiting, after "
-                     f"{start.waited:.1f} s: a busy machine, or LTTNG_UST_REGISTER_TIMEOUT; "
-                     "--start-timeout waits longer)")
+    lines += [start.describe() for start in lost_starts]
     return lines
 
 
