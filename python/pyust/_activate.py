@@ -7,7 +7,9 @@ variable opts in (see pth.line()): an inactive line imports nothing. Tracing
 starts only when that variable is set to a non-empty value, the interpreter
 does not ignore the environment (-E, -I), and the process runs with its real
 uid (no setuid program inherits tracing). The value is `1`, or hook options
-such as `--modules myapp,numpy --lines`: never code, never a path.
+such as `--modules myapp,numpy --lines`: never code, never a path. With
+PYUST_START_TIMEOUT set (pyust run sets it), the process waits for the session
+to record it before going on (pyust._start_timeout).
 """
 
 from __future__ import annotations

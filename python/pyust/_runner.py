@@ -5,7 +5,9 @@ same sys.argv, same __main__ module (__name__, __file__, __spec__), same
 sys.path[0], same traceback text and exit status for an unhandled exception,
 same message and status when the script or module does not exist.
 The target's code runs with the hook on from its first line; the frames of
-pyust's own start-up are hidden from the trace.
+pyust's own start-up are hidden from the trace. Under pyust run (PYUST_START_TIMEOUT
+set), that first line waits, bounded, for the session to record the process
+(pyust._start_timeout).
 
 The program must also start with the modules an untraced run has, plus the
 fewest of pyust's own: their import cost belongs to the program's profile,

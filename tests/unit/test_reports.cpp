@@ -87,6 +87,20 @@ TEST_CASE("incomplete parts are listed per thread with their times")
           "0.000000008\n");
 }
 
+TEST_CASE("a start the trace lacks comes first, with its process and length")
+{
+    StackModel model = two_calls();
+    model.on_lost_start(7, 2000000000, 1500000000);
+    ReportOptions options;
+    options.processes[7] = "python3 app.py";
+    std::ostringstream out;
+    write_gaps(
+        model, out, [](std::uint64_t) { return std::string("cpu0"); }, options);
+    CHECK(out.str() == "\nIncomplete:\n"
+                       "  pid 7 (python3 app.py): start not recorded (the session recorded the "
+                       "process late): its first 1.500 s, from 0.500000000 to 2.000000000\n");
+}
+
 TEST_CASE("processes are titled by their command lines, program by its base name")
 {
     StackModel model = two_calls();
