@@ -83,39 +83,6 @@ std::string xml_text(const std::string& text)
     return out;
 }
 
-// printable(), and a byte that is not part of valid UTF-8 as \xNN too: the kernel cuts a
-// command name to 15 bytes, possibly inside a character, and a damaged trace holds anything.
-std::string printable_utf8(std::string_view text)
-{
-    std::string valid;
-    for (std::size_t i = 0; i < text.size();) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        // RFC 3629: no overlong form (C0, C1; E0 80..9F; F0 80..8F), no surrogate
-        // (ED A0..BF), nothing past U+10FFFF (F4 90..; F5..FF).
-        const std::size_t length = byte < 0x80                   ? 1
-                                   : byte >= 0xc2 && byte < 0xe0 ? 2
-                                   : byte >= 0xe0 && byte < 0xf0 ? 3
-                                   : byte >= 0xf0 && byte < 0xf5 ? 4
-                                                                 : 0;
-        bool is_valid = length != 0 && i + length <= text.size();
-        for (std::size_t k = 1; is_valid && k < length; ++k)
-            is_valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
-        if (is_valid && length > 2) {
-            const auto second = static_cast<unsigned char>(text[i + 1]);
-            is_valid = !(byte == 0xe0 && second < 0xa0) && !(byte == 0xed && second >= 0xa0) &&
-                       !(byte == 0xf0 && second < 0x90) && !(byte == 0xf4 && second >= 0x90);
-        }
-        if (is_valid) {
-            valid.append(text, i, length);
-            i += length;
-        } else {
-            valid += printf_string("\\x%02x", byte);
-            ++i;
-        }
-    }
-    return printable(valid);
-}
-
 // The most bytes of a command line in a process's title.
 constexpr std::size_t max_title_command = 160;
 
@@ -130,11 +97,11 @@ std::string command_title(std::string_view command)
             command.remove_prefix(slash + 1);
     }
     if (command.size() <= max_title_command)
-        return printable_utf8(command);
+        return printable(command);
     std::size_t end = max_title_command;
     while (end > 0 && (static_cast<unsigned char>(command[end]) & 0xc0) == 0x80)
         --end; // not inside a character
-    return printable_utf8(command.substr(0, end)) + "...";
+    return printable(command.substr(0, end)) + "...";
 }
 
 } // namespace
@@ -230,9 +197,9 @@ void name_processes(const StackModel& model, const std::map<std::int64_t, std::s
             continue; // named by its command line
         std::string name;
         if (const auto it = procnames.find(pid); it != procnames.end())
-            name = printable_utf8(it->second);
+            name = printable(it->second);
         if (const auto it = scripts.find(pid); it != scripts.end())
-            name += (name.empty() ? "" : " ") + printable_utf8(it->second);
+            name += (name.empty() ? "" : " ") + printable(it->second);
         if (!name.empty())
             options.processes[pid] = name;
     }

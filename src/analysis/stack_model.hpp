@@ -22,11 +22,17 @@
 
 namespace pyust::analysis {
 
-// A name read from a trace, made safe to print: control characters (which could
-// drive a terminal) and the folded format's separator ';' become \xNN escapes.
-// Everything the model names (code, threads, C and native frames) goes through
-// it. Throws std::bad_alloc.
+// A name read from a trace, made safe to print and valid UTF-8 whatever the trace holds: control
+// characters (C0, DEL and C1, which could drive a terminal), the folded format's separator ';',
+// U+2028/U+2029 and U+FFFE/U+FFFF (no XML character), and every byte that is not part of valid
+// UTF-8 (a damaged or hostile trace) become \xNN escapes, one per byte. Everything the model
+// names (code, threads, C and native frames) goes through it, so every report is valid UTF-8,
+// its JSON valid JSON and its SVG valid XML. Throws std::bad_alloc.
 std::string printable(std::string_view name);
+
+// text with every byte that is not part of valid UTF-8 as a \xNN escape, and nothing else
+// changed. Throws std::bad_alloc.
+std::string valid_utf8(std::string_view text);
 
 // Nanoseconds from the trace clock's origin.
 using Timestamp = std::int64_t;

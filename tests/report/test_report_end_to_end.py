@@ -7,12 +7,14 @@ the whole machine), so every report here is taken with --pid of the test's progr
 from __future__ import annotations
 
 import json
+import subprocess
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 
 from lttng_harness import folded
-from report_harness import ok, profile_rows, report, top_level_time, trace_program
+from report_harness import (PYTHON, child_env, ok, profile_rows, report, top_level_time,
+                            trace_program)
 
 COUNTS_PROGRAM = """\
 def leaf(i):
@@ -275,6 +277,62 @@ def test_output_to_a_file_with_awkward_characters(foo_bar_baz, tmp_path):
     output = tmp_path / 'a "quoted", name=x\\y \u00e9\tz.txt'
     ok(foo_bar_baz.path, "-f", "folded", "--pid", foo_bar_baz.pid, "-o", output)
     assert FOO_BAR_BAZ_STACKS[3] in folded(output.read_text())
+
+
+# A name in the program below, replaced in the trace's data streams by bytes of the same length
+# that are not valid UTF-8 (a stray 0xff, 0xc3 without its continuation), then U+FFFE (no XML
+# character) and U+009B (a C1 control, an 8-bit CSI to some terminals).
+MARK = b"ZQZQZQZQ"
+BAD_NAME = b"\xff\xc3(\xef\xbf\xbe\xc2\x9b"
+ESCAPED = r"\xff\xc3(\xef\xbf\xbe\xc2\x9b"
+
+BAD_NAMES_PROGRAM = """\
+import threading
+import modZQZQZQZQ
+
+def work():
+    modZQZQZQZQ.fZQZQZQZQ()
+
+thread = threading.Thread(target=work, name="tZQZQZQZQ")
+thread.start()
+thread.join()
+work()
+"""
+
+
+@pytest.mark.parametrize("format_", ["profile", "tree", "lines", "folded", "chrome", "svg"])
+def test_names_that_are_not_utf8_are_escaped_in_every_format(tmp_path, format_):
+    """Issue 26: a damaged or hostile trace whose module, function, file, thread and command
+    line hold bytes that are not UTF-8: every format is valid UTF-8 (the bytes escaped as
+    \\xNN), chrome's JSON loads, the SVG is XML."""
+    traced = trace_program(tmp_path, BAD_NAMES_PROGRAM, name="progZQZQZQZQ.py", extra_files={
+        "modZQZQZQZQ.py": "def fZQZQZQZQ():\n    return sum(range(10))\n"},
+        hook_flags=("--lines",))
+    replaced = 0
+    for stream in traced.path.rglob("*"):
+        if stream.is_file() and stream.name != "metadata":
+            data = stream.read_bytes()
+            replaced += data.count(MARK)
+            stream.write_bytes(data.replace(MARK, BAD_NAME))
+    assert replaced >= 4  # the module, the function, the file, the thread's name
+    everything = {"profile": ["--limit", "0"], "tree": ["--min-share", "0"],
+                  "lines": ["--limit", "0"]}.get(format_, [])
+    result = subprocess.run([PYTHON, "-m", "pyust", "report", "-f", format_, "--pid",
+                             str(traced.pid), *everything, str(traced.path)],
+                            capture_output=True, timeout=120, env=child_env())
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode("utf-8")  # strict
+    result.stderr.decode("utf-8")
+    if format_ == "chrome":
+        names = {e["name"] for e in json.loads(text)["traceEvents"]}
+        assert f"mod{ESCAPED}:f{ESCAPED}" in names
+        assert "thread_name" in names
+    elif format_ == "svg":
+        ElementTree.fromstring(result.stdout)
+    if format_ != "chrome":
+        assert f"mod{ESCAPED}:f{ESCAPED}" in text
+    if format_ in ("profile", "tree", "lines"):
+        assert f"prog{ESCAPED}.py" in text  # the process's title: its command line
 
 
 def test_several_traces_at_once(foo_bar_baz, counts):

@@ -462,6 +462,21 @@ TEST_CASE("names from a trace are made printable: control characters and ';' esc
     CHECK(printable("caf\xc3\xa9") == "caf\xc3\xa9"); // UTF-8 stays as it is
 }
 
+TEST_CASE("a name is valid UTF-8 whatever the trace holds: each bad byte escaped")
+{
+    using pyust::analysis::printable;
+    // A stray byte, a lead byte without its continuation, an overlong form, a surrogate.
+    CHECK(printable("a\xff(\xc3(\xc1\x81\xed\xa0\x80") == "a\\xff(\\xc3(\\xc1\\x81\\xed\\xa0\\x80");
+    // Cut inside a character: the lead byte alone.
+    CHECK(printable("\xe2\x82") == "\\xe2\\x82");
+    // Valid, but no XML character (U+FFFE), a C1 control (U+009B), a line separator (U+2028).
+    CHECK(printable("\xef\xbf\xbe\xc2\x9b\xe2\x80\xa8") ==
+          "\\xef\\xbf\\xbe\\xc2\\x9b\\xe2\\x80\\xa8");
+    CHECK(printable("\xe2\x82\xac\xf0\x9f\x90\x8d\xc2\xa0") ==
+          "\xe2\x82\xac\xf0\x9f\x90\x8d\xc2\xa0");
+    CHECK(pyust::analysis::valid_utf8("a;\x01\xff") == "a;\x01\\xff");
+}
+
 TEST_CASE("a system call sits on top of the Python stack and closes at its exit")
 {
     Feeder f;

@@ -433,7 +433,8 @@ std::uint64_t EventReader::stream_index(const bt_stream* stream)
     const auto [it, is_new] = m_streams.try_emplace(stream, m_stream_names.size());
     if (is_new) {
         const char* name = bt_stream_get_name(stream);
-        m_stream_names.push_back(name ? name
+        // A stream's name is its file's path: anything a file system holds.
+        m_stream_names.push_back(name ? analysis::printable(name)
                                       : "stream id " + std::to_string(bt_stream_get_id(stream)));
     }
     m_last_stream = stream;

@@ -562,7 +562,7 @@ void ReportSink::keep_damage()
             reason += byte < 0x20 || byte == 0x7f ? ' ' : *c;
         }
     }
-    m_damage = without_addresses(reason);
+    m_damage = analysis::valid_utf8(without_addresses(reason));
 }
 
 // What babeltrace2 read before the damage and why it stopped, as the report and the note say it.
