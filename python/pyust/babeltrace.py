@@ -235,11 +235,13 @@ def _explanation(stderr: str, returncode: int) -> str:
     return f"babeltrace2 failed (exit status {returncode}): {message}"
 
 
-def run(command: list, timeout: float) -> str:
-    """Runs the report; its standard output goes to ours. Returns babeltrace2's
-    standard error (warnings, the sink's notes). Raises BabeltraceError on failure
-    or timeout (the process is killed then)."""
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def run(command: list, timeout: float, stdout: int | None = None) -> str:
+    """Runs the report; its standard output goes to ours, or to the descriptor stdout.
+    Returns babeltrace2's standard error (warnings, the sink's notes). Raises
+    BabeltraceError on failure or timeout (the process is killed then, as on any
+    exception while it runs)."""
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout,
+                             stderr=subprocess.PIPE)
     try:
         _, stderr = child.communicate(timeout=timeout or None)
     except subprocess.TimeoutExpired:

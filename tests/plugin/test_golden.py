@@ -213,6 +213,26 @@ def test_output_file(tmp_path):
     assert out.read_text() == (EXPECT / "nested.profile.expect").read_text()
 
 
+def test_output_through_a_link_replaces_the_link(tmp_path):
+    """Issue 26: the sink writes a new file beside output and renames it over the path: a link
+    planted there is replaced, its target untouched; a link to a device is refused."""
+    target = tmp_path / "target"
+    target.write_text("kept\n")
+    link = tmp_path / "profile.txt"
+    link.symlink_to(target)
+    result = report("nested", "profile", 'output="%s"' % link)
+    assert result.returncode == 0, result.stderr
+    assert target.read_text() == "kept\n"
+    assert not link.is_symlink()
+    assert link.read_text() == (EXPECT / "nested.profile.expect").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["profile.txt", "target"]
+    (tmp_path / "null").symlink_to("/dev/null")
+    result = report("nested", "profile", 'output="%s"' % (tmp_path / "null"))
+    assert result.returncode != 0
+    assert "a symbolic link to a device or pipe" in flat(result.stderr)
+    assert (tmp_path / "null").is_symlink()
+
+
 @pytest.mark.parametrize("param, message", [
     ("format=bogus", "bad parameter value: name=format, value=bogus"),
     ("colour=1", "unknown parameter: name=colour"),

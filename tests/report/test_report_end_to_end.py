@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import xml.etree.ElementTree as ElementTree
+from pathlib import Path
 
 import pytest
 
@@ -277,6 +278,24 @@ def test_output_to_a_file_with_awkward_characters(foo_bar_baz, tmp_path):
     output = tmp_path / 'a "quoted", name=x\\y \u00e9\tz.txt'
     ok(foo_bar_baz.path, "-f", "folded", "--pid", foo_bar_baz.pid, "-o", output)
     assert FOO_BAR_BAZ_STACKS[3] in folded(output.read_text())
+
+
+def test_output_through_a_planted_link_replaces_the_link(foo_bar_baz, tmp_path, local_user):
+    """Issue 26: another user plants -o FILE as a link to a file of root's; the report is
+    renamed over the link, and the file it named keeps its content."""
+    secret = tmp_path / "secret"
+    secret.write_text("root's\n")
+    secret.chmod(0o600)
+    planted = local_user.home / "report.txt"
+    assert local_user.run("ln", "-s", secret, planted).returncode == 0
+    ok(foo_bar_baz.path, "-f", "folded", "--pid", foo_bar_baz.pid, "-o", planted)
+    assert secret.read_text() == "root's\n"
+    assert not planted.is_symlink()
+    assert FOO_BAR_BAZ_STACKS[3] in folded(planted.read_text())
+    # /dev/stdout, root's link to the caller's descriptor, is still written through.
+    stdout = ok(foo_bar_baz.path, "-f", "folded", "--pid", foo_bar_baz.pid, "-o", "/dev/stdout")
+    assert FOO_BAR_BAZ_STACKS[3] in folded(stdout)
+    assert Path("/dev/stdout").is_symlink()
 
 
 # A name in the program below, replaced in the trace's data streams by bytes of the same length

@@ -9,15 +9,20 @@ The work is done by pyust's babeltrace2 plugin (src/plugin): this module checks 
 arguments and the traces (every `metadata` file before babeltrace2 sees it: pyust.ctf;
 damage and salvage: pyust.salvage), then runs, through pyust.babeltrace,
 
-    babeltrace2 [--plugin-path DIR] TRACE... -c sink.pyust.report -p format="..." ...
+    babeltrace2 [--plugin-path DIR] TRACE... -c sink.pyust.report -p format="..." ... [> FILE]
+
+-o FILE is opened here, not by babeltrace2: the report goes to a new temporary file beside
+FILE, renamed over it once complete (see _open_output).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import signal
+import stat
 import sys
 import tempfile
 import textwrap
@@ -84,6 +89,10 @@ A damaged trace is read as far as it can be: a data stream file whose packet
 is cut off or has an impossible header is read up to that packet, and when
 babeltrace2 cannot decode an event, the report covers what came before it;
 a warning says what was left out (--no-salvage: fail instead).
+
+-o FILE is replaced by renaming a new file over it once the report is complete: a link
+at FILE is replaced, not followed (a device or pipe, or a link of root's or yours to
+one, such as /dev/stdout, is written to in place).
 
 Exit status: 0, 1 when the trace or babeltrace2 fails, 2 for a bad option.
 A reader that stops reading (`pyust report TRACE | head`) ends the report
@@ -157,12 +166,10 @@ def _parser() -> argparse.ArgumentParser:
 
 # --------------------------------------------------------------------- main
 
-def _params(args: argparse.Namespace, metadata_dirs: list, output) -> dict:
+def _params(args: argparse.Namespace, metadata_dirs: list) -> dict:
     params = {"format": args.format}
     if args.salvage:
         params["salvage"] = True
-    if output:
-        params["output"] = output
     if args.pid is not None:
         params["pid"] = args.pid
     if args.tid is not None:
@@ -233,18 +240,66 @@ def _output_target(path: str) -> str:
     return path
 
 
-def _temporary_beside(path: str) -> str:
-    """A new empty file in path's directory, with the mode a new file gets."""
+def _is_special(mode: int) -> bool:
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _is_trusted_link(path: str, link: os.stat_result) -> bool:
+    """Whether the link at path is root's or the caller's, in a directory where nobody else
+    can replace it (owned by root or the caller, and writable by nobody else unless sticky):
+    /dev/stdout, /proc/self/fd/1, a link of one's own."""
+    mine = (0, os.geteuid())
+    try:
+        directory = os.stat(os.path.dirname(path))
+    except OSError:
+        return False
+    return (link.st_uid in mine and directory.st_uid in mine and
+            (not directory.st_mode & 0o022 or bool(directory.st_mode & stat.S_ISVTX)))
+
+
+def _open_output(path: str) -> tuple:
+    """-o path opened for the report: (descriptor, temporary), temporary the file to rename
+    over path once the report is complete, or None when path is written in place.
+
+    A report is written to a new file beside path (mkstemp: O_EXCL, never opened by name
+    again) and renamed over it: whoever can write in path's directory cannot make it
+    write anywhere else (a rename replaces a link planted at path, not its target), and a
+    failed run leaves the previous file as it was. Written in place: a device, a pipe or a
+    socket that is path itself (opened without following a link), or that a trusted link
+    (_is_trusted_link: /dev/stdout) leads to. Raises BabeltraceError."""
+    try:
+        link = os.lstat(path)
+    except FileNotFoundError:
+        link = None
+    except OSError as error:
+        raise BabeltraceError(f"cannot write -o {path}: {error.strerror}") from None
+    in_place = link is not None and (
+        _is_special(link.st_mode) or
+        (stat.S_ISLNK(link.st_mode) and _is_trusted_link(path, link)))
+    if in_place:
+        flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC
+        if not stat.S_ISLNK(link.st_mode):
+            flags |= os.O_NOFOLLOW
+        try:
+            fd = os.open(path, flags)
+        except OSError as error:
+            if not stat.S_ISLNK(link.st_mode) or error.errno not in (errno.ENOENT,
+                                                                       errno.EISDIR):
+                raise BabeltraceError(f"cannot write -o {path}: {error.strerror}") from None
+            fd = None  # a trusted link to no file, or to a directory: replaced
+        if fd is not None:
+            if _is_special(os.fstat(fd).st_mode):
+                return fd, None
+            os.close(fd)  # a link to a regular file: replaced like any other
     try:
         fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path),
                                          prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     except OSError as error:
         raise BabeltraceError(f"cannot write -o {path}: {error.strerror}") from None
-    os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(temporary, 0o666 & ~umask)
-    return temporary
+    os.fchmod(fd, 0o666 & ~umask)  # the mode a new file gets (mkstemp's is 0600)
+    return fd, temporary
 
 
 def report(args: argparse.Namespace) -> int:
@@ -274,30 +329,31 @@ def report(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, traces: list, metadata: dict, output) -> int:
     """metadata: each metadata file's path and text."""
-    params = _params(args, sorted({os.path.dirname(m) for m in metadata}), output)
+    params = _params(args, sorted({os.path.dirname(m) for m in metadata}))
     plugin_path = babeltrace.plugin_dirs()
     debug_info = babeltrace.has_native_events(metadata.values())
     expand = babeltrace.has_batches(metadata.values())
     command = babeltrace.report_command(traces, params, plugin_path, debug_info, expand)
     if args.show_command:
-        print(shlex.join(command), file=sys.stderr)
-
-    # A new file or a regular one is written beside the target and renamed at the end,
-    # so that a failed run leaves the previous file as it was; a symbolic link (such as
-    # /dev/stdout), a device or a pipe is written to in place.
-    temporary = None
-    if output and (not os.path.lexists(output) or
-                   (os.path.isfile(output) and not os.path.islink(output))):
-        temporary = params["output"] = _temporary_beside(output)
-    try:
-        sys.stdout.flush()
-        if temporary:  # the command with the temporary file as the sink's output
-            command = babeltrace.report_command(traces, params, plugin_path, debug_info, expand)
+        print(shlex.join(command) + (f" > {shlex.quote(output)}" if output else ""),
+              file=sys.stderr)
+    sys.stdout.flush()
+    if not output:
         notes = babeltrace.run(command, args.timeout)
+        sys.stderr.write(_salvage_notes(notes))
+        return 0
+    fd, temporary = _open_output(output)
+    try:
+        try:
+            notes = babeltrace.run(command, args.timeout, stdout=fd)
+        except BabeltraceError as error:
+            # The sink wrote to its standard output: name the file.
+            raise type(error)(str(error).replace("path=stdout", f"path={output}")) from None
         if temporary:
             os.replace(temporary, output)
             temporary = None
     finally:
+        os.close(fd)
         if temporary:
             os.unlink(temporary)
     sys.stderr.write(_salvage_notes(notes))

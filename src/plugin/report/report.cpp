@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -20,6 +19,7 @@
 #include "bt_util.hpp"
 #include "event_reader.hpp"
 #include "module_filter.hpp"
+#include "output_file.hpp"
 #include "params.hpp"
 #include "reports.hpp"
 #include "stack_model.hpp"
@@ -124,11 +124,13 @@ private:
     // output error), std::bad_alloc.
     void write_top_frame();
     bool is_top_due() const noexcept;
+    // Flushes the output; puts the output file in place. Throws Error (an output error).
+    void finish_output();
 
     bt_self_component_sink* m_self;
     Format m_format = Format::profile;
     std::string m_path;
-    std::ofstream m_file;
+    std::unique_ptr<OutputFile> m_file; // the output parameter's
     std::ostream* m_out = &std::cout;
     std::optional<std::int64_t> m_pid, m_tid;
     std::optional<analysis::ModuleFilter> m_modules;
@@ -243,11 +245,8 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
     }
     if (const auto output = string_param(params, "output")) {
         m_path = *output;
-        m_file.open(m_path, std::ios::out | std::ios::trunc | std::ios::binary);
-        if (!m_file)
-            throw Error("Cannot open the output file: path=" + m_path +
-                        ", error=" + std::strerror(errno));
-        m_out = &m_file;
+        m_file = std::make_unique<OutputFile>(m_path);
+        m_out = &m_file->stream();
     }
     m_is_terminal = m_format == Format::top && m_out == &std::cout && isatty(STDOUT_FILENO);
     m_last_frame = std::chrono::steady_clock::now();
@@ -301,6 +300,7 @@ bt_component_class_sink_consume_method_status ReportSink::consume()
                 write_top_frame();
             if (m_damage)
                 note_damage();
+            finish_output();
         } else {
             write_report();
         }
@@ -355,7 +355,20 @@ void ReportSink::write_top_frame()
     if (++m_frames == m_count && !m_is_done) {
         m_is_done = true; // enough tables: stop reading (a live source detaches)
         m_upstream.reset();
+        finish_output();
     }
+}
+
+void ReportSink::finish_output()
+{
+    if (m_file) {
+        m_file->commit();
+        return;
+    }
+    m_out->flush();
+    if (!*m_out)
+        throw Error("Cannot write the report: path=stdout, error=" +
+                    std::string(std::strerror(errno)));
 }
 
 void ReportSink::process(const bt_message* message)
@@ -540,10 +553,7 @@ void ReportSink::write_report()
             write_damage(out);
         note_damage();
     }
-    out.flush();
-    if (!out)
-        throw Error("Cannot write the report: path=" + (m_path.empty() ? "stdout" : m_path) +
-                    ", error=" + std::strerror(errno));
+    finish_output();
 }
 
 void ReportSink::keep_damage()

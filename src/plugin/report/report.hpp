@@ -3,7 +3,9 @@
 //
 // Parameters:
 //   format        profile (default) | tree | folded | lines | chrome | svg | top
-//   output        path of the file to write (default: standard output)
+//   output        path of the file to write (default: standard output): a new file beside it,
+//                 renamed over it once complete; a link there is replaced, not followed
+//                 (report/output_file.hpp)
 //   pid, tid      only this process / thread; when no event matches, the sink fails with the
 //                 processes (command name and script) and threads the trace holds
 //   begin, end    only this time window, in ns from the clock's origin (frames are clipped)
