@@ -8,6 +8,7 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <vector>
 
@@ -274,11 +275,96 @@ std::string thousands(std::uint64_t n)
     return digits;
 }
 
+std::string megabytes(std::uint64_t bytes)
+{
+    return printf_string("%g MB", static_cast<double>(bytes) / 1e6);
+}
+
+// A report's text written to out within ReportOptions::max_bytes (0: no limit): a line that
+// would pass the bound is left out and counted, and so is every line after it. The few lines
+// of notes a report ends with are written whatever the bound.
+class Budget {
+public:
+    // unit names the lines in notes: "lines", "stacks", "boxes".
+    Budget(std::ostream& out, std::uint64_t max_bytes, const char* unit = "lines") noexcept
+        : m_out(out), m_max(max_bytes), m_unit(unit)
+    {
+    }
+
+    // Whether the bound was reached: later lines need not be composed, only counted (skip()).
+    bool is_full() const noexcept { return m_is_full; }
+
+    // Writes text unless it would pass the bound; false when it was left out. Throws what out
+    // throws.
+    bool line(std::string_view text)
+    {
+        if (!m_is_full && m_max && m_bytes + text.size() > m_max)
+            m_is_full = true;
+        if (m_is_full) {
+            ++m_left_out;
+            return false;
+        }
+        put(text);
+        return true;
+    }
+
+    // Counts lines left out without their text. Precondition: is_full().
+    void skip(std::uint64_t lines = 1) noexcept { m_left_out += lines; }
+
+    // Writes text whatever the bound. Throws what out throws.
+    void put(std::string_view text)
+    {
+        m_out << text;
+        m_bytes += text.size();
+    }
+
+    // The last line of a text report whose bound left lines out. Throws what out throws,
+    // std::bad_alloc.
+    void put_cut_line()
+    {
+        if (m_left_out)
+            put("... the output reached " + megabytes(m_max) + ": " + thousands(m_left_out) +
+                " more " + m_unit + " not shown: --max-size 0 shows them all\n");
+    }
+
+    Cuts cuts(std::uint64_t deep_paths = 0) const noexcept
+    {
+        return Cuts{deep_paths, m_left_out, m_bytes, m_unit};
+    }
+
+private:
+    std::ostream& m_out;
+    std::uint64_t m_max;
+    const char* m_unit;
+    std::uint64_t m_bytes = 0;
+    std::uint64_t m_left_out = 0;
+    bool m_is_full = false;
+};
+
+// The call paths with calls below a node of a thread's tree (the node itself not counted).
+std::uint64_t paths_below(const std::vector<ContextNode>& nodes, std::uint32_t index)
+{
+    std::uint64_t count = 0;
+    std::vector<std::uint32_t> todo(nodes[index].children.begin(), nodes[index].children.end());
+    while (!todo.empty()) {
+        const ContextNode& node = nodes[todo.back()];
+        todo.pop_back();
+        count += node.calls != 0;
+        todo.insert(todo.end(), node.children.begin(), node.children.end());
+    }
+    return count;
+}
+
+// The label of what a depth limit cut: "[... 19,000 frames cut]".
+std::string cut_label(std::uint64_t frames)
+{
+    return "[... " + thousands(frames) + (frames == 1 ? " frame cut]" : " frames cut]");
+}
+
 // One profile table: its header line (after prefix), the column names, the rows in
 // options.sort order up to options.limit, and a line for the rows left out.
 void write_function_table(std::vector<ProfileRow> rows, std::size_t threads,
-                          const std::string& prefix, const ReportOptions& options,
-                          std::ostream& out)
+                          const std::string& prefix, const ReportOptions& options, Budget& out)
 {
     std::sort(rows.begin(), rows.end(), [&](const ProfileRow& a, const ProfileRow& b) {
         const double ka = sort_value(a.stats, options.sort);
@@ -294,18 +380,23 @@ void write_function_table(std::vector<ProfileRow> rows, std::size_t threads,
         calls += row.stats.calls;
         self += row.stats.self_ns;
     }
-    out << prefix << calls << " calls of " << rows.size() << " functions in " << threads
-        << (threads == 1 ? " thread, " : " threads, ") << format_duration(self)
-        << " of self time\n\n";
-    out << printf_string("%9s %12s %12s %12s  %s\n", "ncalls", "self_ms", "total_ms", "mean_us",
-                         "function (file:line)");
+    out.line(prefix + std::to_string(calls) + " calls of " + std::to_string(rows.size()) +
+             " functions in " + std::to_string(threads) +
+             (threads == 1 ? " thread, " : " threads, ") + format_duration(self) +
+             " of self time\n\n");
+    out.line(printf_string("%9s %12s %12s %12s  %s\n", "ncalls", "self_ms", "total_ms", "mean_us",
+                           "function (file:line)"));
     const std::size_t shown = options.limit ? std::min(options.limit, rows.size()) : rows.size();
     for (std::size_t i = 0; i < shown; ++i) {
         const ProfileRow& row = rows[i];
-        out << printf_string("%9" PRIu64 " %12s %12s %12.3f  ", row.stats.calls,
-                             format_ms(row.stats.self_ns).c_str(),
-                             format_ms(row.stats.total_ns).c_str(), mean_ns(row.stats) / 1e3)
-            << row.label << "  " << row.place << '\n';
+        if (out.is_full()) {
+            out.skip(shown - i);
+            break;
+        }
+        out.line(printf_string("%9" PRIu64 " %12s %12s %12.3f  ", row.stats.calls,
+                               format_ms(row.stats.self_ns).c_str(),
+                               format_ms(row.stats.total_ns).c_str(), mean_ns(row.stats) / 1e3) +
+                 row.label + "  " + row.place + '\n');
     }
     if (shown < rows.size()) {
         Timestamp hidden_self = 0;
@@ -314,12 +405,12 @@ void write_function_table(std::vector<ProfileRow> rows, std::size_t threads,
             hidden_self += rows[i].stats.self_ns;
             hidden_calls += rows[i].stats.calls;
         }
-        out << "... " << thousands(rows.size() - shown) << " more functions not shown ("
-            << printf_string("%.1f%%", self ? 100.0 * static_cast<double>(hidden_self) /
-                                                  static_cast<double>(self)
-                                            : 0.0)
-            << " of the self time, " << thousands(hidden_calls)
-            << " calls): --limit 0 shows them all\n";
+        out.line("... " + thousands(rows.size() - shown) + " more functions not shown (" +
+                 printf_string("%.1f%%", self ? 100.0 * static_cast<double>(hidden_self) /
+                                                    static_cast<double>(self)
+                                              : 0.0) +
+                 " of the self time, " + thousands(hidden_calls) +
+                 " calls): --limit 0 shows them all\n");
     }
 }
 
@@ -348,8 +439,9 @@ std::vector<std::int64_t> traced_pids(const StackModel& model)
 
 } // namespace
 
-void write_profile(const StackModel& model, std::ostream& out, const ReportOptions& options)
+Cuts write_profile(const StackModel& model, std::ostream& stream, const ReportOptions& options)
 {
+    Budget out(stream, options.max_bytes);
     const std::vector<std::int64_t> pids = traced_pids(model);
     const auto threads_of = [&](const std::int64_t* pid) {
         std::size_t count = 0;
@@ -368,11 +460,13 @@ void write_profile(const StackModel& model, std::ostream& out, const ReportOptio
                 rows.push_back(ProfileRow{model.label(id), location(model, id), stats});
             if (rows.empty())
                 continue; // its every frame was hidden (--modules)
-            out << (i ? "\n" : "");
+            if (i)
+                out.line("\n");
             write_function_table(std::move(rows), threads_of(&pids[i]),
                                  process_title(options, pids[i]) + ": ", options, out);
         }
-        return;
+        out.put_cut_line();
+        return out.cuts();
     }
     std::vector<ProfileRow> rows;
     if (pids.size() > 1) {
@@ -386,10 +480,10 @@ void write_profile(const StackModel& model, std::ostream& out, const ReportOptio
         }
         for (auto& [key, stats] : merged)
             rows.push_back(ProfileRow{key.first, key.second, stats});
-        out << pids.size() << " processes merged:";
+        std::string header = std::to_string(pids.size()) + " processes merged:";
         for (std::size_t i = 0; i < pids.size(); ++i)
-            out << (i ? ", " : " ") << process_title(options, pids[i]);
-        out << '\n';
+            header += (i ? ", " : " ") + process_title(options, pids[i]);
+        out.line(header + '\n');
     } else {
         for (const auto& [id, stats] : model.functions())
             rows.push_back(ProfileRow{model.label(id), location(model, id), stats});
@@ -397,13 +491,18 @@ void write_profile(const StackModel& model, std::ostream& out, const ReportOptio
     write_function_table(std::move(rows), threads_of(nullptr),
                          pids.size() == 1 ? process_title(options, pids[0]) + ": " : "", options,
                          out);
+    out.put_cut_line();
+    return out.cuts();
 }
 
-void write_tree(const StackModel& model, std::ostream& out, Timestamp min_duration,
+Cuts write_tree(const StackModel& model, std::ostream& stream, Timestamp min_duration,
                 const ReportOptions& options)
 {
+    Budget out(stream, options.max_bytes);
     std::uint64_t hidden = 0;
     std::uint64_t hidden_by_share = 0;
+    std::uint64_t deep = 0; // call paths cut by options.max_depth
+    const std::size_t max_depth = options.max_depth;
     for (const Thread* thread : model.threads()) {
         if (thread->event_count() == 0)
             continue; // only named by a python:thread event
@@ -411,12 +510,16 @@ void write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
         Timestamp total = 0;
         for (const std::uint32_t child : nodes[0].children)
             total += nodes[child].total_ns;
-        out << thread_title(*thread, options) << ": " << thread->event_count() << " events, "
-            << format_duration(total) << " in frames\n";
+        out.line(thread_title(*thread, options) + ": " + std::to_string(thread->event_count()) +
+                 " events, " + format_duration(total) + " in frames\n");
         const auto share_limit =
             static_cast<Timestamp>(options.min_share * static_cast<double>(total));
-        // Depth-first, children in the order they were first called.
-        std::vector<std::pair<std::uint32_t, int>> todo;
+        const auto is_shown = [&](const ContextNode& node) {
+            return node.calls != 0 && node.total_ns >= min_duration && node.total_ns >= share_limit;
+        };
+        // Depth-first, children in the order they were first called. The indentation grows
+        // with the depth: a recursion 20,000 deep would take 400 MB of spaces, hence the limit.
+        std::vector<std::pair<std::uint32_t, std::size_t>> todo;
         for (auto it = nodes[0].children.rbegin(); it != nodes[0].children.rend(); ++it)
             todo.emplace_back(*it, 1);
         while (!todo.empty()) {
@@ -433,74 +536,122 @@ void write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
                 ++hidden_by_share;
                 continue;
             }
-            out << std::string(2 * static_cast<std::size_t>(level), ' ')
-                << format_duration(node.total_ns) << "  " << model.label(node.id) << "  ("
-                << node.calls << (node.calls == 1 ? " call" : " calls") << ", self "
-                << format_duration(node.self_ns) << ")\n";
+            if (out.is_full())
+                out.skip();
+            else
+                out.line(std::string(2 * level, ' ') + format_duration(node.total_ns) + "  " +
+                         model.label(node.id) + "  (" + std::to_string(node.calls) +
+                         (node.calls == 1 ? " call" : " calls") + ", self " +
+                         format_duration(node.self_ns) + ")\n");
+            if (max_depth && level == max_depth) {
+                // What it calls, as one line: the time and the number of call paths below.
+                Timestamp below = 0;
+                std::uint64_t paths = 0;
+                for (const std::uint32_t child : node.children) {
+                    if (!is_shown(nodes[child])) {
+                        hidden += nodes[child].calls != 0 && nodes[child].total_ns < min_duration;
+                        hidden_by_share +=
+                            nodes[child].calls != 0 && nodes[child].total_ns >= min_duration;
+                        continue;
+                    }
+                    below += nodes[child].total_ns;
+                    paths += 1 + paths_below(nodes, child);
+                }
+                if (paths) {
+                    deep += paths;
+                    out.line(std::string(2 * (level + 1), ' ') + format_duration(below) + "  " +
+                             cut_label(paths) + '\n');
+                }
+                continue;
+            }
             for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
                 todo.emplace_back(*it, level + 1);
         }
     }
     if (hidden)
-        out << hidden << (hidden == 1 ? " call path" : " call paths") << " shorter than "
-            << format_duration(min_duration) << " not shown\n";
+        out.put(std::to_string(hidden) + (hidden == 1 ? " call path" : " call paths") +
+                " shorter than " + format_duration(min_duration) + " not shown\n");
     if (hidden_by_share)
-        out << thousands(hidden_by_share) << (hidden_by_share == 1 ? " call path" : " call paths")
-            << " under " << printf_string("%g%%", options.min_share * 100)
-            << " of their thread's time not shown, with what they call: --min-share 0 shows "
-               "them all\n";
+        out.put(thousands(hidden_by_share) + (hidden_by_share == 1 ? " call path" : " call paths") +
+                " under " + printf_string("%g%%", options.min_share * 100) +
+                " of their thread's time not shown, with what they call: --min-share 0 shows "
+                "them all\n");
+    if (deep)
+        out.put(thousands(deep) + (deep == 1 ? " call path" : " call paths") + " deeper than " +
+                thousands(max_depth) +
+                " frames cut, each group in one line [... N frames cut]: --max-depth 0 shows "
+                "them all\n");
+    out.put_cut_line();
+    return out.cuts(deep);
 }
 
-void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration,
+Cuts write_folded(const StackModel& model, std::ostream& stream, Timestamp min_duration,
                   const ReportOptions& options)
 {
     // The threads' trees are merged into one tree of labels (a node per distinct path, its
     // children by label), then written depth first with one growing path: memory grows with the
     // number of distinct paths, never with their total length (a recursion 100,000 deep has
-    // 100,000 paths, whose texts would add up to gigabytes).
+    // 100,000 paths, whose texts would add up to gigabytes; options.max_depth bounds the output
+    // the same way).
     struct Merged {
         Timestamp value = 0;
         std::map<std::string_view, std::uint32_t> children;
     };
     std::vector<Merged> merged(1);
     std::set<std::string, std::less<>> labels;
+    const auto child_of = [&](std::uint32_t parent, const std::string& text) {
+        const std::string_view label = *labels.insert(text).first;
+        auto [at, is_new] =
+            merged[parent].children.try_emplace(label, static_cast<std::uint32_t>(merged.size()));
+        const std::uint32_t target = at->second;
+        if (is_new)
+            merged.emplace_back();
+        return target;
+    };
+    std::uint64_t deep = 0; // call paths cut by options.max_depth
     // Several processes: each one's stacks start with its title (a frame of no time).
     const bool is_per_process = !options.merge_processes && traced_pids(model).size() > 1;
     for (const Thread* thread : model.threads()) {
         const auto& nodes = thread->nodes();
         std::uint32_t top = 0;
-        if (is_per_process) {
-            const std::string_view label =
-                *labels.insert(printable(process_title(options, thread->key().pid))).first;
-            auto [at, is_new] =
-                merged[0].children.try_emplace(label, static_cast<std::uint32_t>(merged.size()));
-            top = at->second;
-            if (is_new)
-                merged.emplace_back();
-        }
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> todo; // (node, merged parent)
+        if (is_per_process)
+            top = child_of(0, printable(process_title(options, thread->key().pid)));
+        struct Todo {
+            std::uint32_t node;
+            std::uint32_t parent; // in merged
+            std::size_t depth;    // in frames, the process's title not counted
+        };
+        std::vector<Todo> todo;
         for (const std::uint32_t child : nodes[0].children)
-            todo.emplace_back(child, top);
+            todo.push_back(Todo{child, top, 1});
         while (!todo.empty()) {
-            const auto [index, parent] = todo.back();
+            const auto [index, parent, depth] = todo.back();
             todo.pop_back();
             const ContextNode& node = nodes[index];
             if (node.calls == 0 || node.total_ns < min_duration)
                 continue;
-            const std::string_view label = *labels.insert(model.label(node.id)).first;
-            auto [at, is_new] = merged[parent].children.try_emplace(
-                label, static_cast<std::uint32_t>(merged.size()));
-            const std::uint32_t target = at->second;
-            if (is_new)
-                merged.emplace_back();
+            const std::uint32_t target = child_of(parent, model.label(node.id));
+            const bool is_deepest = options.max_depth && depth == options.max_depth;
             Timestamp value = node.self_ns;
+            Timestamp below = 0;     // is_deepest: the time of what it calls
+            std::uint64_t paths = 0; // and its call paths
             for (const std::uint32_t child : node.children) {
-                if (nodes[child].calls != 0 && nodes[child].total_ns < min_duration)
+                if (nodes[child].calls != 0 && nodes[child].total_ns < min_duration) {
                     value += nodes[child].total_ns;
-                else
-                    todo.emplace_back(child, target);
+                } else if (!is_deepest) {
+                    todo.push_back(Todo{child, target, depth + 1});
+                } else if (nodes[child].calls != 0) {
+                    below += nodes[child].total_ns;
+                    paths += 1 + paths_below(nodes, child);
+                }
             }
             merged[target].value += value;
+            if (paths) {
+                // One frame holds the time of the call paths cut, so that the sums stay the
+                // traced time.
+                merged[child_of(target, cut_label(paths))].value += below;
+                deep += paths;
+            }
         }
     }
     // Depth first, each node's line before its children's, siblings in label order.
@@ -510,6 +661,7 @@ void write_folded(const StackModel& model, std::ostream& out, Timestamp min_dura
         std::size_t parent_length; // of the path
         bool is_top;
     };
+    Budget out(stream, options.max_bytes, "stacks");
     std::string path;
     std::vector<Pending> todo;
     const auto push_children = [&](std::uint32_t index) {
@@ -521,18 +673,27 @@ void write_folded(const StackModel& model, std::ostream& out, Timestamp min_dura
     while (!todo.empty()) {
         const Pending next = todo.back();
         todo.pop_back();
+        if (out.is_full()) {
+            // Only counted: the paths are not worth building any more.
+            out.skip(merged[next.node].value > 0);
+            for (const auto& [label, child] : merged[next.node].children)
+                todo.push_back(Pending{child, label, 0, false});
+            continue;
+        }
         path.resize(next.parent_length);
         if (!next.is_top)
             path += ';';
         path += next.label;
         if (merged[next.node].value > 0)
-            out << path << ' ' << merged[next.node].value << '\n';
+            out.line(path + ' ' + std::to_string(merged[next.node].value) + '\n');
         push_children(next.node);
     }
+    return out.cuts(deep);
 }
 
-void write_lines(const StackModel& model, std::ostream& out, const ReportOptions& options)
+Cuts write_lines(const StackModel& model, std::ostream& stream, const ReportOptions& options)
 {
+    Budget out(stream, options.max_bytes);
     std::map<std::tuple<std::string, std::uint32_t, std::string>, LineStats> merged;
     for (const auto& [key, stats] : model.lines()) {
         const CodeNames* info = model.code(key.code_id);
@@ -543,17 +704,17 @@ void write_lines(const StackModel& model, std::ostream& out, const ReportOptions
         row.total_ns += stats.total_ns;
     }
     if (merged.empty()) {
-        out << "No python:line events (trace with `pyust run --lines`).\n";
-        return;
+        out.line("No python:line events (trace with `pyust run --lines`).\n");
+        return out.cuts();
     }
     const std::vector<std::int64_t> pids = traced_pids(model);
     if (pids.size() > 1) {
-        out << "Lines of " << pids.size() << " processes, merged:";
+        std::string header = "Lines of " + std::to_string(pids.size()) + " processes, merged:";
         for (std::size_t i = 0; i < pids.size(); ++i)
-            out << (i ? ", " : " ") << process_title(options, pids[i]);
-        out << "\n\n";
+            header += (i ? ", " : " ") + process_title(options, pids[i]);
+        out.line(header + "\n\n");
     } else if (pids.size() == 1) {
-        out << process_title(options, pids[0]) << ":\n\n";
+        out.line(process_title(options, pids[0]) + ":\n\n");
     }
     using Row = std::pair<const std::tuple<std::string, std::uint32_t, std::string>*, LineStats>;
     std::vector<Row> rows;
@@ -579,64 +740,86 @@ void write_lines(const StackModel& model, std::ostream& out, const ReportOptions
     // The slowest first; ties in file and line order.
     std::stable_sort(rows.begin(), rows.end(),
                      [&](const Row& a, const Row& b) { return value(a.second) > value(b.second); });
-    out << printf_string("%9s %12s %12s  %s\n", "hits", "total_ms", "mean_us",
-                         "file:line (function)");
+    out.line(printf_string("%9s %12s %12s  %s\n", "hits", "total_ms", "mean_us",
+                           "file:line (function)"));
     const std::size_t shown = options.limit ? std::min(options.limit, rows.size()) : rows.size();
     for (std::size_t i = 0; i < shown; ++i) {
+        if (out.is_full()) {
+            out.skip(shown - i);
+            break;
+        }
         const auto& [key, stats] = rows[i];
         const double mean_us =
             stats.hits ? static_cast<double>(stats.total_ns) / 1e3 / static_cast<double>(stats.hits)
                        : 0.0;
-        out << printf_string("%9" PRIu64 " %12s %12.3f  ", stats.hits,
-                             format_ms(stats.total_ns).c_str(), mean_us)
-            << std::get<0>(*key) << ':' << std::get<1>(*key) << "  (" << std::get<2>(*key) << ")\n";
+        out.line(printf_string("%9" PRIu64 " %12s %12.3f  ", stats.hits,
+                               format_ms(stats.total_ns).c_str(), mean_us) +
+                 std::get<0>(*key) + ':' + std::to_string(std::get<1>(*key)) + "  (" +
+                 std::get<2>(*key) + ")\n");
     }
     if (shown < rows.size()) {
         Timestamp hidden = 0;
         for (std::size_t i = shown; i < rows.size(); ++i)
             hidden += rows[i].second.total_ns;
-        out << "... " << thousands(rows.size() - shown) << " more lines not shown ("
-            << printf_string("%.1f%%", total ? 100.0 * static_cast<double>(hidden) /
-                                                   static_cast<double>(total)
-                                             : 0.0)
-            << " of the lines' time): --limit 0 shows them all\n";
+        out.line("... " + thousands(rows.size() - shown) + " more lines not shown (" +
+                 printf_string("%.1f%%", total ? 100.0 * static_cast<double>(hidden) /
+                                                     static_cast<double>(total)
+                                               : 0.0) +
+                 " of the lines' time): --limit 0 shows them all\n");
     }
+    out.put_cut_line();
+    return out.cuts();
 }
 
-void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& stream_name,
+Cuts write_gaps(const StackModel& model, std::ostream& stream, const StreamNamer& stream_name,
                 const ReportOptions& options)
 {
+    Budget out(stream, options.max_bytes);
     bool has_header = false;
     const auto header = [&] {
         if (!has_header)
-            out << "\nIncomplete:\n";
+            out.line("\nIncomplete:\n");
         has_header = true;
     };
-    const auto line = [&](const std::string& where, const Gap& gap) {
-        out << "  " << where << ": " << gap_kind_name(gap.kind);
-        if (gap.count)
-            out << " (" << gap.count << ')';
-        out << ", from " << format_time(gap.begin) << " to " << format_time(gap.end) << '\n';
-    };
-    for (const auto& [pid, gap] : model.lost_starts()) {
+    const auto line = [&](const std::string& text) {
         header();
-        out << "  " << lost_start_note(options, pid, gap) << '\n';
-    }
-    for (const Thread* thread : model.threads()) {
-        for (const Gap& gap : thread->gaps()) {
-            header();
-            line(thread_title(*thread, options), gap);
-        }
-    }
+        if (out.is_full())
+            out.skip();
+        else
+            out.line("  " + text + '\n');
+    };
+    const auto gap_line = [&](const std::string& where, const Gap& gap) {
+        line(where + ": " + gap_kind_name(gap.kind) +
+             (gap.count ? " (" + std::to_string(gap.count) + ')' : std::string()) + ", from " +
+             format_time(gap.begin) + " to " + format_time(gap.end));
+    };
+    for (const auto& [pid, gap] : model.lost_starts())
+        line(lost_start_note(options, pid, gap));
+    for (const Thread* thread : model.threads())
+        for (const Gap& gap : thread->gaps())
+            gap_line(thread_title(*thread, options), gap);
     std::map<std::string, std::vector<Gap>> streams;
-    for (const auto& [stream, gaps] : model.stream_gaps())
-        streams[stream_name(stream)] = gaps;
-    for (const auto& [name, gaps] : streams) {
-        for (const Gap& gap : gaps) {
-            header();
-            line("stream " + name, gap);
-        }
-    }
+    for (const auto& [stream_index, gaps] : model.stream_gaps())
+        streams[stream_name(stream_index)] = gaps;
+    for (const auto& [name, gaps] : streams)
+        for (const Gap& gap : gaps)
+            gap_line("stream " + name, gap);
+    out.put_cut_line();
+    return out.cuts();
+}
+
+std::string cut_note(const Cuts& cuts, const ReportOptions& options)
+{
+    std::string note;
+    if (cuts.deep_paths)
+        note = thousands(cuts.deep_paths) + (cuts.deep_paths == 1 ? " call path" : " call paths") +
+               " deeper than " + thousands(options.max_depth) +
+               " frames cut, each group as one [... N frames cut] (--max-depth 0 shows them all)";
+    if (cuts.lines)
+        note += (note.empty() ? "" : "; ") + std::string("the output reached ") +
+                megabytes(options.max_bytes) + ": " + thousands(cuts.lines) + " more " + cuts.unit +
+                " left out (--max-size 0 writes them all)";
+    return note;
 }
 
 ChromeWriter::ChromeWriter(const StackModel& model, std::ostream& out, Timestamp min_duration,
@@ -775,7 +958,7 @@ std::string flame_color(const Flame& flame)
 
 } // namespace
 
-void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duration,
+Cuts write_svg(const StackModel& model, std::ostream& out, Timestamp min_duration,
                const std::string& title, const ReportOptions& options)
 {
     const std::vector<const Thread*> threads = model.threads();
@@ -790,6 +973,9 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
     flames.push_back(Flame{"all", grand_total, 0, 0, 0, 0, "top"});
     Timestamp thread_x = 0;
     int max_depth = 0;
+    std::uint64_t deep = 0; // call paths cut by options.max_depth
+    // Frames start at depth 2, above "all" and the thread.
+    const auto deepest = static_cast<std::size_t>(options.max_depth + 1);
     for (const Thread* thread : threads) {
         const auto& nodes = thread->nodes();
         Timestamp thread_total = 0;
@@ -812,6 +998,15 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
             const ContextNode& node = nodes[index];
             if (node.calls == 0 || node.total_ns < min_width)
                 continue;
+            if (options.max_depth && static_cast<std::size_t>(depth) > deepest) {
+                // One grey box for the call paths from here up.
+                const std::uint64_t paths = 1 + paths_below(nodes, index);
+                flames.push_back(
+                    Flame{cut_label(paths), node.total_ns, 0, 0, depth, node_x, "top"});
+                max_depth = std::max(max_depth, depth);
+                deep += paths;
+                continue;
+            }
             flames.push_back(Flame{model.label(node.id), node.total_ns, node.self_ns, node.calls,
                                    depth, node_x,
                                    node.id.is_kernel ? "kernel"
@@ -844,7 +1039,14 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
         << "<text id=\"search\" class=\"b\" x=\"1190\" y=\"20\" text-anchor=\"end\">Search</text>\n"
         << "<text id=\"details\" x=\"10\" y=\"" << height - 8 << "\"> </text>\n"
         << "<g id=\"frames\">\n";
+    // Each box is a line; once the output reaches options.max_bytes, the boxes left are left out
+    // (the deepest last: a box's parent comes before it) and the document is closed all the same.
+    Budget boxes(out, options.max_bytes, "boxes");
     for (const Flame& flame : flames) {
+        if (boxes.is_full()) {
+            boxes.skip();
+            continue;
+        }
         const double percent = 100.0 * static_cast<double>(flame.total) / total;
         std::string details = flame.label + " — " + format_duration(flame.total) +
                               printf_string(" (%.2f%%)", percent);
@@ -858,7 +1060,8 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
         const double px = 10 + x * 1180;
         const double pw = w * 1180;
         const int py = height - 26 - (flame.depth + 1) * row;
-        out << "<g class=\"f\" data-x=\"" << printf_string("%.9f", x) << "\" data-w=\""
+        std::ostringstream box;
+        box << "<g class=\"f\" data-x=\"" << printf_string("%.9f", x) << "\" data-w=\""
             << printf_string("%.9f", w) << "\" data-d=\"" << flame.depth << "\" data-l=\""
             << xml_text(flame.label) << "\"><title>" << xml_text(details) << "</title><rect x=\""
             << printf_string("%.2f", px) << "\" y=\"" << py << "\" width=\""
@@ -866,6 +1069,7 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
             << flame_color(flame) << "\" rx=\"2\"/><text x=\"" << printf_string("%.2f", px + 3)
             << "\" y=\"" << py + row - 4 << "\">" << xml_text(fit_label(flame.label, pw))
             << "</text></g>\n";
+        boxes.line(box.str());
     }
     out << "</g>\n<script><![CDATA[\n"
            "(function(){\n"
@@ -903,6 +1107,7 @@ void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
            " det.textContent=re?n+' frames match '+q:' ';});\n"
            "layout();})();\n"
            "]]></script>\n</svg>\n";
+    return boxes.cuts(deep);
 }
 
 FunctionTable function_snapshot(const StackModel& model, Timestamp now)

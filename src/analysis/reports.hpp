@@ -35,8 +35,32 @@ struct ReportOptions {
     double min_share = 0;
     // profile, folded, svg: one table (tree) for every process instead of one per process.
     bool merge_processes = false;
+    // tree, folded, svg: call paths deeper than this many frames are cut (0: none); what a frame
+    // at that depth calls becomes one line, stack or box "[... N frames cut]" holding its time.
+    // A tree's indentation and a folded stack's text grow with the depth: a recursion 20,000
+    // deep would otherwise write 400 MB of tree and 2.6 GB of folded stacks.
+    std::size_t max_depth = 0;
+    // Every writer but ChromeWriter (which has its own): once the output reaches this many
+    // bytes, the lines (rows, stacks, boxes) left are left out and counted (0: no limit); the
+    // text formats say so in a last line, an SVG is closed all the same.
+    std::uint64_t max_bytes = 0;
     ProcessNames processes;
 };
+
+// What a writer left out to stay within ReportOptions::max_depth and max_bytes, and what it
+// wrote.
+struct Cuts {
+    std::uint64_t deep_paths = 0; // call paths cut for being deeper than max_depth
+    std::uint64_t lines = 0;      // lines (rows, stacks, boxes) left out at max_bytes
+    std::uint64_t bytes = 0;      // bytes written
+    const char* unit = "lines";   // what lines are to the format: "stacks", "boxes"
+
+    bool is_cut() const noexcept { return deep_paths || lines; }
+};
+
+// What cuts left out, in a sentence for standard error ("" when nothing was). Throws
+// std::bad_alloc.
+std::string cut_note(const Cuts& cuts, const ReportOptions& options);
 
 // Fills options.processes: by commands (pid -> the command line python:process gave),
 // "python3 prog.py --fast" (the program's base name, at most 160 bytes); a process without
@@ -54,37 +78,38 @@ std::string process_title(const ReportOptions& options, std::int64_t pid);
 // The profile table: per function, calls, self and inclusive time, mean inclusive time per
 // call, sorted by options.sort (self time by default), at most options.limit rows; one table
 // per process unless there is one or options.merge_processes (then functions are merged by
-// name and place). Precondition (all writers): model.finish() was called. Throws what out
-// throws (with exceptions enabled), std::bad_alloc.
-void write_profile(const StackModel& model, std::ostream& out, const ReportOptions& options = {});
+// name and place). Precondition (all writers): model.finish() was called. Every writer stays
+// within options.max_bytes (the tree, folded and svg ones within options.max_depth too) and
+// returns what it left out. Throws what out throws (with exceptions enabled), std::bad_alloc.
+Cuts write_profile(const StackModel& model, std::ostream& out, const ReportOptions& options = {});
 
 // An indented call tree per thread (calls aggregated per call path), with inclusive and self
 // times; nodes shorter than min_duration (ns, total) or than options.min_share of their
 // thread's time are left out, and a last line counts them. Throws like write_profile.
-void write_tree(const StackModel& model, std::ostream& out, Timestamp min_duration,
+Cuts write_tree(const StackModel& model, std::ostream& out, Timestamp min_duration,
                 const ReportOptions& options = {});
 
 // Folded stacks "frame;frame;frame self_ns", merged over threads, sorted. A node shorter than
 // min_duration is cut and its time goes to its parent, so the sum stays the traced time. When
 // the trace holds several processes (and not options.merge_processes), each stack starts with
 // its process's title. Throws like write_profile.
-void write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration,
+Cuts write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration,
                   const ReportOptions& options = {});
 
 // Per file:line: hits, time until the frame's next line (or its end), mean; sorted by
 // options.sort (time by default), at most options.limit rows. Throws like write_profile.
-void write_lines(const StackModel& model, std::ostream& out, const ReportOptions& options = {});
+Cuts write_lines(const StackModel& model, std::ostream& out, const ReportOptions& options = {});
 
 // A self-contained SVG flame graph: click a frame to zoom, click the root to reset, hover for
 // details, "Search" to highlight frames by a regular expression. One tower per thread. Nodes
 // narrower than about a pixel, or shorter than min_duration, are merged into their parent.
 // Throws like write_profile.
-void write_svg(const StackModel& model, std::ostream& out, Timestamp min_duration,
+Cuts write_svg(const StackModel& model, std::ostream& out, Timestamp min_duration,
                const std::string& title, const ReportOptions& options = {});
 
 // "Incomplete:" and one line per thread gap and stream gap; nothing when all is complete.
 // Throws like write_profile.
-void write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& stream_name,
+Cuts write_gaps(const StackModel& model, std::ostream& out, const StreamNamer& stream_name,
                 const ReportOptions& options = {});
 
 // Chrome Trace Event JSON, streamed: one complete ("X") event per closed frame, written as the

@@ -12,12 +12,13 @@ import shutil
 import signal
 import subprocess
 import time
+import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from lttng_harness import RUN_TIMEOUT, read_trace
+from lttng_harness import RUN_TIMEOUT, folded, read_trace
 from report_harness import PYTHON, child_env, ok, one_error_line, report, trace_program
 
 # 2,000 functions, each called once: a tree and a profile far bigger than a pipe's buffer.
@@ -243,6 +244,76 @@ def test_huge_tree_is_pruned_by_default_with_a_note(sympy_trace):
     # What is shown is the same call paths with the same times.
     whole_lines = set(whole.splitlines())
     assert all(line in whole_lines for line in pruned.splitlines() if line not in notes)
+
+
+# ------------------------------------------------------- huge outputs: a deep recursion
+
+DEEP = """\
+import sys
+sys.setrecursionlimit(10000)
+def rec(n):
+    if n:
+        rec(n - 1)
+rec(1500)
+"""
+
+
+@pytest.fixture(scope="module")
+def deep(tmp_path_factory):
+    return trace_program(tmp_path_factory.mktemp("deep"), DEEP)
+
+
+def frame_lines(tree: str) -> list:
+    """The tree's lines of frames (indented, with a time), cut markers included."""
+    return [line for line in tree.splitlines() if line.startswith("  ")]
+
+
+def test_deep_recursion_is_cut_at_1000_frames_by_default_with_its_time(deep):
+    """Issue 26: a tree's indentation and a folded stack's text grow with the depth (a
+    recursion 20,000 deep gave 390 MB of tree and 2.6 GB of folded stacks): past 1,000
+    frames, one line or stack "[... N frames cut]" holds what was cut, and notes say so."""
+    result = report(deep.path, "-f", "tree", "--pid", deep.pid, "--min-share", "0")
+    assert result.returncode == 0, result.stderr
+    cut = frame_lines(result.stdout)
+    markers = [m for m in map(re.compile(r"( +)\S+ [mun]?s  \[\.\.\. ([\d,]+) frames "
+                                         r"cut\]").fullmatch, cut) if m]
+    assert len(markers) == 1, f"{len(result.stdout):,} bytes, {len(markers)} cut markers"
+    marker = markers[0]
+    whole = ok(deep.path, "-f", "tree", "--pid", deep.pid, "--min-share", "0", "--max-depth", "0")
+    assert len(marker.group(1)) == 2 * 1001  # under the frame 1,000 deep
+    frames = int(marker.group(2).replace(",", ""))
+    assert len(cut) - 1 + frames == len(frame_lines(whole)) > 1500
+    assert f"{frames:,} call paths deeper than 1,000 frames cut" in result.stdout
+    assert f"pyust: note: tree: {frames:,} call paths deeper than 1,000 frames cut" in \
+        result.stderr
+    assert len(result.stdout) < len(whole) / 2
+    # Folded: the cut frame holds the time of the frames cut, so the sums stay the same.
+    stacks = folded(ok(deep.path, "-f", "folded", "--pid", deep.pid))
+    whole_stacks = folded(ok(deep.path, "-f", "folded", "--pid", deep.pid, "--max-depth", "0"))
+    assert sum(stacks.values()) == sum(whole_stacks.values())
+    assert max(len(stack.split(";")) for stack in stacks) == 1001
+    assert [s for s in stacks if s.endswith(f";[... {frames:,} frames cut]")]
+
+
+@pytest.mark.parametrize("format_", ["tree", "folded", "svg", "profile"])
+def test_max_size_bounds_every_format_and_says_what_it_left_out(deep, wide, format_):
+    # The profile of a recursion is one row: 2,000 functions instead.
+    traced, args = (wide, ["--limit", "0"]) if format_ == "profile" else \
+        (deep, ["--max-depth", "0"])
+    result = report(traced.path, "-f", format_, "--pid", traced.pid, "--max-size", "0.02", *args)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout) < 20_000 + 5_000  # the bound, then the notes (svg: its script)
+    note = re.search(r"pyust: note: \w+: the output reached 0\.02 MB: ([\d,]+) more "
+                     r"(lines|stacks|boxes) left out \(--max-size 0 writes them all\)",
+                     result.stderr)
+    assert note, result.stderr
+    if format_ in ("tree", "profile"):
+        assert result.stdout.endswith(f"... the output reached 0.02 MB: {note.group(1)} more "
+                                      "lines not shown: --max-size 0 shows them all\n")
+    elif format_ == "folded":
+        assert all(re.fullmatch(r".+ \d+", line) for line in result.stdout.splitlines())
+    else:
+        ElementTree.fromstring(result.stdout)
 
 
 # ---------------------------------------------------------------- several processes

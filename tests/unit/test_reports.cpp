@@ -132,3 +132,91 @@ TEST_CASE("a title is valid UTF-8 whatever the trace holds")
                    options);
     CHECK(process_title(options, 7) == "pid 7 (python3 " + std::string(151, 'x') + "...)");
 }
+
+namespace {
+
+// One thread whose code 1 calls itself, depth frames deep; each frame 10 ns of self time.
+StackModel recursion(int depth)
+{
+    StackModel model;
+    model.on_code(outer_id, "m", "f", "m.py", 1);
+    for (int i = 0; i < depth; ++i)
+        model.on_call(model.thread_at(key, 10 * i, 0), outer_id);
+    for (int i = depth; i > 0; --i)
+        model.on_return(model.thread_at(key, 10 * depth + 10 * (depth - i + 1), 0), outer_id);
+    model.finish();
+    return model;
+}
+
+std::size_t count(const std::string& text, const std::string& what)
+{
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        ++n;
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("a recursion deeper than max_depth: one line, stack or box holds what was cut")
+{
+    const StackModel model = recursion(50);
+    ReportOptions options;
+    options.max_depth = 10;
+    std::ostringstream tree;
+    const Cuts tree_cuts = write_tree(model, tree, 0, options);
+    CHECK(tree_cuts.deep_paths == 40);
+    CHECK(count(tree.str(), "m:f  (") == 10);
+    CHECK(tree.str().find("\n" + std::string(22, ' ') + "800 ns  [... 40 frames cut]\n") !=
+          std::string::npos);
+    CHECK(tree.str().find("40 call paths deeper than 10 frames cut") != std::string::npos);
+    // Folded: the stacks keep their sum (the traced time), the cut frame holds the rest.
+    std::ostringstream cut;
+    const Cuts folded_cuts = write_folded(model, cut, 0, options);
+    CHECK(folded_cuts.deep_paths == 40);
+    CHECK(count(cut.str(), "\n") == 11);
+    CHECK(cut.str().find(";m:f;[... 40 frames cut] 800\n") != std::string::npos);
+    CHECK(cut_note(folded_cuts, options) == "40 call paths deeper than 10 frames cut, each group "
+                                            "as one [... N frames cut] (--max-depth 0 shows "
+                                            "them all)");
+    std::ostringstream svg;
+    CHECK(write_svg(model, svg, 0, "t", options).deep_paths == 40);
+    CHECK(count(svg.str(), "data-l=\"m:f\"") == 10);
+    CHECK(count(svg.str(), "data-l=\"[... 40 frames cut]\"") == 1);
+    // Without a limit, nothing is cut.
+    std::ostringstream whole;
+    CHECK(!write_tree(model, whole, 0).is_cut());
+    CHECK(count(whole.str(), "m:f  (") == 50);
+}
+
+TEST_CASE("max_bytes bounds every writer's output, and the text ones say so in a last line")
+{
+    const StackModel model = recursion(200);
+    ReportOptions options;
+    options.max_bytes = 2000;
+    std::ostringstream tree;
+    const Cuts cuts = write_tree(model, tree, 0, options);
+    CHECK(cuts.bytes == tree.str().size());
+    CHECK(cuts.bytes <= 2000 + 200); // the lines, then the notes
+    CHECK(cuts.lines == 200 - count(tree.str(), "m:f  ("));
+    CHECK(tree.str().find("... the output reached 0.002 MB: " + std::to_string(cuts.lines) +
+                          " more lines not shown: --max-size 0 shows them all\n") !=
+          std::string::npos);
+    std::ostringstream folded;
+    const Cuts stacks = write_folded(model, folded, 0, options);
+    CHECK(folded.str().size() <= 2000);
+    CHECK(stacks.lines + count(folded.str(), "\n") == 200);
+    CHECK(cut_note(stacks, options) ==
+          "the output reached 0.002 MB: " + std::to_string(stacks.lines) +
+              " more stacks left out (--max-size 0 writes them all)");
+    options.max_bytes = 6000;
+    std::ostringstream svg;
+    const Cuts boxes = write_svg(model, svg, 0, "t", options);
+    CHECK(boxes.lines > 0);
+    CHECK(svg.str().size() < 6000 + 5000); // the boxes, then the script and the end
+    CHECK(svg.str().substr(svg.str().size() - 7) == "</svg>\n");
+    std::ostringstream profile;
+    options.max_bytes = 100;
+    CHECK(write_profile(model, profile, options).lines > 0);
+    CHECK(profile.str().size() <= 100 + 200);
+}

@@ -2,8 +2,8 @@
 
     python -m pyust report TRACE... [--format profile|tree|lines|folded|chrome|svg] [-o FILE]
            [--pid N] [--tid N] [--modules PREFIXES] [--min-duration D] [--from T] [--to T]
-           [--sort calls|self|total|mean] [--limit N] [--min-share P] [--max-size MB]
-           [--merge-processes] [--raw-names]
+           [--sort calls|self|total|mean] [--limit N] [--min-share P] [--max-depth N]
+           [--max-size MB] [--merge-processes] [--raw-names]
 
 The work is done by pyust's babeltrace2 plugin (src/plugin): this module checks the
 arguments and the traces (every `metadata` file before babeltrace2 sees it: pyust.ctf;
@@ -42,6 +42,16 @@ DEFAULT_MIN_SHARE = 0.5     # tree: percent of the thread's time
 # machine), 61 MB did not within 300 s; Perfetto's UI crashes on 900 MB (its WebAssembly
 # memory). The README says when to raise it.
 DEFAULT_MAX_SIZE_MB = 20
+# Every other format: a bound no normal program's report comes near (sympy's import, the
+# biggest of the tests: a 22 MB tree with --min-share 0), which a damaged or hostile trace's
+# cannot pass either (a recursion 20,000 deep wrote 390 MB of tree and 2.6 GB of folded
+# stacks).
+DEFAULT_MAX_TEXT_SIZE_MB = 100
+# tree, folded, svg: Python's default recursion limit, so that a program within it is never
+# cut. A tree's indentation and a folded stack's text grow with the depth: past the limit, a
+# call path's text no longer grows.
+DEFAULT_MAX_DEPTH = 1000
+DEPTH_FORMATS = ("tree", "folded", "svg")
 
 _EPILOG = """\
 formats:
@@ -56,9 +66,15 @@ what the defaults leave out, each time with a last line saying so:
   profile, lines  the top 40 rows (--limit N; --limit 0: all), by self time (profile,
                   --sort calls|self|total|mean) or time (lines)
   tree            call paths under 0.5% of their thread's time (--min-share P; 0: all)
+  tree, folded, svg  call paths deeper than 1000 frames (--max-depth N; 0: none): what
+                  a frame 1000 deep calls is one line, stack or box "[... N frames cut]"
+                  with its time (a deep recursion's tree and folded stacks would grow
+                  with the square of its depth)
   chrome          frames past 20 MB of JSON (--max-size MB; 0: no limit), so that
                   speedscope and Perfetto's UI load it; --min-duration 10us keeps the
                   whole timeline in fewer frames instead
+  the others      lines past 100 MB (--max-size MB; 0: no limit)
+Cuts by depth or size are also said on standard error.
 Several processes in one trace: profile writes a table per process (--merge-processes:
 one, by function), folded starts each stack with its process, and every format names
 processes by their command name and script, e.g. "pid 412 (python3 /srv/app.py)".
@@ -139,9 +155,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--min-share", type=cli_args.share, default=None, metavar="P",
                         help=f"tree: leave out call paths under P%% of their thread's time "
                              f"(default: {DEFAULT_MIN_SHARE:g}; 0: none)")
+    parser.add_argument("--max-depth", type=cli_args.count, default=None, metavar="N",
+                        help=f"tree, folded, svg: cut call paths deeper than N frames, what "
+                             f"a frame N deep calls shown as one '[... M frames cut]' "
+                             f"(default: {DEFAULT_MAX_DEPTH}; 0: no limit)")
     parser.add_argument("--max-size", type=cli_args.megabytes, default=None, metavar="MB",
-                        help=f"chrome: stop adding frames that start after the JSON reaches "
-                             f"MB megabytes (default: {DEFAULT_MAX_SIZE_MB}; 0: no limit)")
+                        help=f"stop writing once the output reaches MB megabytes (chrome: "
+                             f"stop adding frames that start after it), and say what was left "
+                             f"out (default: {DEFAULT_MAX_SIZE_MB} for chrome, "
+                             f"{DEFAULT_MAX_TEXT_SIZE_MB} for the others; 0: no limit)")
     parser.add_argument("--merge-processes", action="store_true",
                         help="profile: one table for every process, functions merged by name "
                              "and place (default: a table per process); folded: stacks "
@@ -194,12 +216,18 @@ def _params(args: argparse.Namespace, metadata_dirs: list) -> dict:
             params["min-share"] = f"{share:g}"
     elif args.min_share is not None:
         raise UsageError("--min-share is for the tree format")
-    if args.format == "chrome":
-        size = DEFAULT_MAX_SIZE_MB if args.max_size is None else args.max_size
-        if size:
-            params["max-size"] = max(1, int(size * 10**6))
-    elif args.max_size is not None:
-        raise UsageError("--max-size is for the chrome format")
+    if args.max_size is not None:
+        size = args.max_size
+    else:
+        size = DEFAULT_MAX_SIZE_MB if args.format == "chrome" else DEFAULT_MAX_TEXT_SIZE_MB
+    if size:
+        params["max-size"] = max(1, int(size * 10**6))
+    if args.format in DEPTH_FORMATS:
+        depth = DEFAULT_MAX_DEPTH if args.max_depth is None else args.max_depth
+        if depth:
+            params["max-depth"] = depth
+    elif args.max_depth is not None:
+        raise UsageError("--max-depth is for the tree, folded and svg formats")
     if args.merge_processes:
         params["merge-processes"] = True
     if args.raw_names:

@@ -30,21 +30,31 @@ namespace {
 
 enum class Format { profile, tree, folded, lines, chrome, svg, top };
 
+// Each format by its name, the parameter's value.
+constexpr struct {
+    const char* name;
+    Format format;
+} format_names[] = {
+    {"profile", Format::profile}, {"tree", Format::tree},     {"folded", Format::folded},
+    {"lines", Format::lines},     {"chrome", Format::chrome}, {"svg", Format::svg},
+    {"top", Format::top},
+};
+
 Format parse_format(const std::string& text)
 {
-    static constexpr struct {
-        const char* name;
-        Format format;
-    } formats[] = {
-        {"profile", Format::profile}, {"tree", Format::tree},     {"folded", Format::folded},
-        {"lines", Format::lines},     {"chrome", Format::chrome}, {"svg", Format::svg},
-        {"top", Format::top},
-    };
-    for (const auto& entry : formats)
+    for (const auto& entry : format_names)
         if (text == entry.name)
             return entry.format;
     throw Error("bad parameter value: name=format, value=" + text +
                 ", expected=profile|tree|folded|lines|chrome|svg|top");
+}
+
+const char* format_name(Format format) noexcept
+{
+    for (const auto& entry : format_names)
+        if (format == entry.format)
+            return entry.name;
+    return "?";
 }
 
 analysis::SortKey parse_sort(const std::string& text)
@@ -177,7 +187,7 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
     check_known_params(params,
                        {"format", "output", "pid", "tid", "begin", "end", "min-duration", "modules",
                         "period", "count", "rows", "salvage", "sort", "limit", "min-share",
-                        "merge-processes", "max-size", "raw-names", "note-prefix"});
+                        "merge-processes", "max-size", "max-depth", "raw-names", "note-prefix"});
     m_is_salvaging = bool_param(params, "salvage").value_or(false);
     if (const auto prefix = string_param(params, "note-prefix"))
         m_note_prefix = *prefix;
@@ -214,13 +224,18 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
     }
     if (const auto sort = string_param(params, "sort"))
         m_options.sort = parse_sort(*sort);
-    for (const char* name : {"limit", "max-size"}) {
+    for (const char* name : {"limit", "max-size", "max-depth"}) {
         if (const auto value = int_param(params, name); value && *value < 0)
             throw Error(std::string("bad parameter value: name=") + name +
                         ", value=" + std::to_string(*value) + ", expected=>= 0");
     }
     m_options.limit = static_cast<std::size_t>(int_param(params, "limit").value_or(0));
     m_max_bytes = static_cast<std::uint64_t>(int_param(params, "max-size").value_or(0));
+    m_options.max_bytes = m_max_bytes;
+    m_options.max_depth = static_cast<std::size_t>(int_param(params, "max-depth").value_or(0));
+    if (m_options.max_depth &&
+        !(m_format == Format::tree || m_format == Format::folded || m_format == Format::svg))
+        throw Error("bad parameter: name=max-depth, reason=only with format=tree|folded|svg");
     if (const auto share = string_param(params, "min-share")) {
         char* end = nullptr;
         const double percent = std::strtod(share->c_str(), &end);
@@ -518,18 +533,19 @@ void ReportSink::write_report()
         return m_reader.stream_name(index);
     };
     std::ostream& out = *m_out;
+    analysis::Cuts cuts;
     switch (m_format) {
     case Format::profile:
-        analysis::write_profile(m_model, out, m_options);
+        cuts = analysis::write_profile(m_model, out, m_options);
         break;
     case Format::tree:
-        analysis::write_tree(m_model, out, m_min_duration, m_options);
+        cuts = analysis::write_tree(m_model, out, m_min_duration, m_options);
         break;
     case Format::folded:
-        analysis::write_folded(m_model, out, m_min_duration, m_options);
+        cuts = analysis::write_folded(m_model, out, m_min_duration, m_options);
         break;
     case Format::lines:
-        analysis::write_lines(m_model, out, m_options);
+        cuts = analysis::write_lines(m_model, out, m_options);
         break;
     case Format::chrome:
         m_chrome->finish(stream_name, m_options);
@@ -537,17 +553,25 @@ void ReportSink::write_report()
             std::cerr << m_note_prefix << "note: chrome: " << m_chrome->cut_note() << '\n';
         break;
     case Format::svg:
-        analysis::write_svg(m_model, out, m_min_duration, "pyust flame graph", m_options);
+        cuts = analysis::write_svg(m_model, out, m_min_duration, "pyust flame graph", m_options);
         break;
     case Format::top:
         break; // written by write_top_frame()
     }
+    if (cuts.is_cut())
+        std::cerr << m_note_prefix << "note: " << format_name(m_format) << ": "
+                  << analysis::cut_note(cuts, m_options) << '\n';
     const bool is_text =
         m_format == Format::profile || m_format == Format::tree || m_format == Format::lines;
+    // The incomplete parts count in a text report's size bound (what is left of it); on
+    // standard error, they have one of their own.
+    analysis::ReportOptions gap_options = m_options;
+    if (is_text && m_options.max_bytes)
+        gap_options.max_bytes -= std::min(m_options.max_bytes - 1, cuts.bytes);
     if (is_text)
-        analysis::write_gaps(m_model, out, stream_name, m_options);
+        analysis::write_gaps(m_model, out, stream_name, gap_options);
     else if (m_format != Format::chrome)
-        analysis::write_gaps(m_model, std::cerr, stream_name, m_options);
+        analysis::write_gaps(m_model, std::cerr, stream_name, gap_options);
     if (m_damage) {
         if (is_text)
             write_damage(out);

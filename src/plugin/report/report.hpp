@@ -16,7 +16,11 @@
 //   sort          self (default) | total | calls | mean: the order of the profile and lines rows
 //   limit         profile, lines: rows at most (per process for the profile; 0: all)
 //   min-share     tree: a percentage, as a string ("0.5"): shorter call paths are left out
-//   max-size      chrome: bytes; frames that start after the output reached it are left out
+//   max-size      bytes (default 0: no limit): chrome leaves out the frames that start after
+//                 the output reached it; every other format stops writing lines there and says
+//                 how many it left out (src/analysis/reports.hpp ReportOptions::max_bytes)
+//   max-depth     tree, folded, svg: call paths deeper than this many frames are cut, what a
+//                 frame at that depth calls shown as one "[... N frames cut]" (default 0: none)
 //   merge-processes  yes: one profile for every process; folded stacks without their process
 //   raw-names     yes: native frames by their symbols, not readable names (native_names.hpp)
 //   period        top: ns of wall time between tables (default 1 s); a live source that has
@@ -29,7 +33,9 @@
 // joins after the python:code events of running code) from that call, as "?:qualname".
 // What was incomplete (mid-call start, frames open at the end, lost events) goes at the end of
 // the profile, tree and lines reports, into the Chrome JSON's otherData, and to standard error
-// for folded and svg, whose formats have no place for it.
+// for folded and svg, whose formats have no place for it. What max-size and max-depth left out
+// is said on standard error too ("<note-prefix>note: FORMAT: ..."), and in the text formats' last
+// lines.
 //
 // Each function below is the noexcept bridge of one C callback.
 #pragma once
