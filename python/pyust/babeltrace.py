@@ -140,8 +140,8 @@ def query(command: list, timeout: float) -> str:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
                                 timeout=timeout or None, text=True, errors="replace")
     except subprocess.TimeoutExpired:
-        raise BabeltraceError(f"babeltrace2 did not answer within {timeout:g} s "
-                              f"({shlex.join(command[:4])})") from None
+        raise TimedOut(f"babeltrace2 did not answer within {timeout:g} s "
+                       f"({shlex.join(command[:4])})") from None
     if result.returncode != 0:
         raise BabeltraceError(explain_failure(result.stderr, result.returncode))
     return result.stdout

@@ -40,6 +40,14 @@ class CtfError(Exception):
     and why, in words for the user."""
 
 
+class MetadataTooLarge(CtfError):
+    """A metadata file larger than the reader was told to read (its size in bytes)."""
+
+    def __init__(self, message: str, size: int):
+        super().__init__(message)
+        self.size = size
+
+
 @dataclass
 class Clock:
     """A clock the metadata declares: value v (cycles) is v / frequency s after the clock's
@@ -128,14 +136,21 @@ def find_metadata(trace: str) -> list:
     return found
 
 
-def read_metadata(path: str) -> Metadata:
+def read_metadata(path: str, max_bytes: int = 0) -> Metadata:
     """The metadata file at path, unchecked beyond its packets (a live trace's metadata
-    may still be growing). Raises CtfError when it cannot be read or is not CTF."""
+    may still be growing). Raises CtfError when it cannot be read or is not CTF, and
+    MetadataTooLarge when it holds more than max_bytes (0: no limit), read no further."""
     try:
         with open(path, "rb") as file:
-            data = file.read()
+            data = file.read(max_bytes + 1 if max_bytes else -1)
+            size = os.fstat(file.fileno()).st_size
     except OSError as error:
         raise CtfError(f"cannot read the metadata file {path}: {error.strerror}") from None
+    if max_bytes and len(data) > max_bytes:
+        size = max(size, len(data))
+        raise MetadataTooLarge(f"the metadata file {path} holds {size / 1e6:.1f} MB, more than "
+                               f"the {max_bytes / 1e6:g} MB a reader is allowed (a damaged or "
+                               "hostile trace, or a huge one)", size)
     if not data:
         raise CtfError(f"damaged trace: the metadata file {path} is empty")
     order = next((o for o in "<>" if data[:4] == struct.pack(o + "I", METADATA_MAGIC)), None)
@@ -149,13 +164,13 @@ def read_metadata(path: str) -> Metadata:
                    "(CTF 1.8), nor a JSON text sequence (CTF 2)")
 
 
-def check_metadata(path: str) -> Metadata:
+def check_metadata(path: str, max_bytes: int = 0) -> Metadata:
     """The metadata file at path, once checked complete: every packet inside the file (no
     compression, encryption or checksum); for CTF 1.8, declarations closed (braces,
     comments, strings); for CTF 2, every fragment a JSON object, a preamble of version 2
     first; a non-zero frequency for every clock (babeltrace2 2.0.4 divides by it). Raises
-    CtfError naming what is wrong."""
-    metadata = read_metadata(path)
+    CtfError naming what is wrong (MetadataTooLarge past max_bytes, 0: no limit)."""
+    metadata = read_metadata(path, max_bytes)
     if metadata.version == "2":
         declares_streams = "data-stream-class" in _check_json_sequence(path, metadata.text)
     else:

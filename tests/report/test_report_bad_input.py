@@ -9,6 +9,7 @@ caught before babeltrace2 runs.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -192,6 +193,41 @@ def test_a_failed_run_keeps_the_previous_output(foo_bar_baz, tmp_path):
 
 def test_timeout_stops_babeltrace2(foo_bar_baz):
     assert "did not finish within 0.001 s" in fails(foo_bar_baz.path, "--timeout", "0.001")
+
+
+def with_event_classes(source: Path, destination: Path, count: int) -> Path:
+    """A copy of a CTF 1.8 trace whose metadata, as plain TSDL text, declares count more event
+    classes (97 bytes each: 10**6 make 97 MB, as a damaged or hostile trace may hold)."""
+    trace = copy_trace(source, destination)
+    metadata = metadata_of(trace)
+    extra = b"".join(b'event {\n\tname = "x:e%d";\n\tid = %d;\n\tstream_id = 0;\n\tfields := '
+                     b'struct { string _s; };\n};\n\n' % (i, i) for i in range(1000, 1000 + count))
+    metadata.write_bytes(packet_contents(metadata.read_bytes()) + extra)
+    return trace
+
+
+def test_metadata_past_16_mb_is_refused_unread(foo_bar_baz_ctf18, tmp_path):
+    """Issue 26: babeltrace2 takes about 35 times the metadata's size in memory and, for many
+    event classes, minutes (97 MB: 3.4 GB); a report refuses metadata past 16 MB at once."""
+    trace = with_event_classes(foo_bar_baz_ctf18.path, tmp_path / "t", 180_000)
+    message = fails(trace, "--timeout", "5")
+    assert re.search(r"the metadata file \S+/metadata holds 17\.\d MB, more than a report "
+                     r"reads \(16 MB\).*--max-metadata MB raises the limit, 0 for none", message)
+
+
+def test_max_metadata_sets_the_bound(foo_bar_baz_ctf18, tmp_path):
+    trace = with_event_classes(foo_bar_baz_ctf18.path, tmp_path / "t", 2_000)  # 0.2 MB
+    assert "more than a report reads (0.1 MB)" in fails(trace, "--max-metadata", "0.1")
+    assert "__main__:baz" in ok(trace, "--max-metadata", "0.3")
+
+
+def test_timeout_covers_the_whole_report(foo_bar_baz_ctf18, tmp_path):
+    """Issue 26: --timeout also bounds what pyust does before babeltrace2 runs (checking 40 MB
+    of metadata, walking the packets: before, 17 s more than the timeout)."""
+    trace = with_event_classes(foo_bar_baz_ctf18.path, tmp_path / "t", 412_000)
+    message = fails(trace, "--max-metadata", "0", "--timeout", "1")
+    assert message == ("pyust: error: pyust report did not finish within 1 s and was stopped: a "
+                       "damaged trace, or a large one (raise --timeout; 0 for no limit)")
 
 
 @pytest.mark.parametrize("args, expected", [

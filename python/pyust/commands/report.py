@@ -3,21 +3,24 @@
     python -m pyust report TRACE... [--format profile|tree|lines|folded|chrome|svg] [-o FILE]
            [--pid N] [--tid N] [--modules PREFIXES] [--min-duration D] [--from T] [--to T]
            [--sort calls|self|total|mean] [--limit N] [--min-share P] [--max-depth N]
-           [--max-size MB] [--merge-processes] [--raw-names]
+           [--max-size MB] [--max-metadata MB] [--merge-processes] [--raw-names]
 
 The work is done by pyust's babeltrace2 plugin (src/plugin): this module checks the
-arguments and the traces (every `metadata` file before babeltrace2 sees it: pyust.ctf;
-damage and salvage: pyust.salvage), then runs, through pyust.babeltrace,
+arguments and the traces (every `metadata` file before babeltrace2 sees it, up to a bound
+on its size: pyust.ctf; damage and salvage: pyust.salvage), then runs, through
+pyust.babeltrace,
 
     babeltrace2 [--plugin-path DIR] TRACE... -c sink.pyust.report -p format="..." ... [> FILE]
 
--o FILE is opened here, not by babeltrace2: the report goes to a new temporary file beside
-FILE, renamed over it once complete (see _open_output).
+--timeout covers the whole report, these checks included. -o FILE is opened here, not by
+babeltrace2: the report goes to a new temporary file beside FILE, renamed over it once
+complete (see _open_output).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import shlex
@@ -26,6 +29,8 @@ import stat
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 
 from .. import args as cli_args, babeltrace, ctf, salvage
 from ..args import UsageError
@@ -51,6 +56,10 @@ DEFAULT_MAX_TEXT_SIZE_MB = 100
 # cut. A tree's indentation and a folded stack's text grow with the depth: past the limit, a
 # call path's text no longer grows.
 DEFAULT_MAX_DEPTH = 1000
+# babeltrace2 2.0 needs about 35 times the metadata's size in memory, and time quadratic in the
+# event classes: 16 MB took 1.2 GB and 4 minutes, 97 MB (10^6 event classes) 3.4 GB. LTTng's
+# metadata is kilobytes for pyust's provider and a few megabytes for every kernel event.
+DEFAULT_MAX_METADATA_MB = 16
 DEPTH_FORMATS = ("tree", "folded", "svg")
 
 _EPILOG = """\
@@ -74,7 +83,8 @@ what the defaults leave out, each time with a last line saying so:
                   speedscope and Perfetto's UI load it; --min-duration 10us keeps the
                   whole timeline in fewer frames instead
   the others      lines past 100 MB (--max-size MB; 0: no limit)
-Cuts by depth or size are also said on standard error.
+Cuts by depth or size are also said on standard error. A trace whose metadata passes
+16 MB is refused (--max-metadata MB; 0: no limit): babeltrace2 would need gigabytes.
 Several processes in one trace: profile writes a table per process (--merge-processes:
 one, by function), folded starts each stack with its process, and every format names
 processes by their command name and script, e.g. "pid 412 (python3 /srv/app.py)".
@@ -164,6 +174,9 @@ def _parser() -> argparse.ArgumentParser:
                              f"stop adding frames that start after it), and say what was left "
                              f"out (default: {DEFAULT_MAX_SIZE_MB} for chrome, "
                              f"{DEFAULT_MAX_TEXT_SIZE_MB} for the others; 0: no limit)")
+    parser.add_argument("--max-metadata", type=cli_args.megabytes, default=None, metavar="MB",
+                        help=f"refuse a trace whose metadata file passes MB megabytes "
+                             f"(default: {DEFAULT_MAX_METADATA_MB}; 0: no limit)")
     parser.add_argument("--merge-processes", action="store_true",
                         help="profile: one table for every process, functions merged by name "
                              "and place (default: a table per process); folded: stacks "
@@ -177,8 +190,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--to", dest="end", metavar="T",
                         help="only the part of the trace up to time T")
     parser.add_argument("--timeout", type=cli_args.timeout, default=DEFAULT_TIMEOUT, metavar="S",
-                        help=f"stop babeltrace2 after S seconds (default: {DEFAULT_TIMEOUT:g}; "
-                             "0: no limit)")
+                        help=f"stop the report (checking the trace, then babeltrace2) after S "
+                             f"seconds (default: {DEFAULT_TIMEOUT:g}; 0: no limit)")
     parser.add_argument("--no-salvage", dest="salvage", action="store_false",
                         help="fail on a damaged trace instead of reporting what can be read")
     parser.add_argument("--show-command", action="store_true",
@@ -188,7 +201,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # --------------------------------------------------------------------- main
 
-def _params(args: argparse.Namespace, metadata_dirs: list) -> dict:
+def _params(args: argparse.Namespace, metadata_dirs: list, deadline: "_Deadline") -> dict:
     params = {"format": args.format}
     if args.salvage:
         params["salvage"] = True
@@ -237,7 +250,7 @@ def _params(args: argparse.Namespace, metadata_dirs: list) -> dict:
 
     def trace_start_once() -> int:
         if not start:
-            start.append(babeltrace.trace_start(metadata_dirs, args.timeout))
+            start.append(babeltrace.trace_start(metadata_dirs, deadline.remaining()))
         return start[0]
 
     for option, name in (("begin", "--from"), ("end", "--to")):
@@ -285,7 +298,7 @@ def _is_trusted_link(path: str, link: os.stat_result) -> bool:
             (not directory.st_mode & 0o022 or bool(directory.st_mode & stat.S_ISVTX)))
 
 
-def _open_output(path: str) -> tuple:
+def _open_output(path: str, deadline: "_Deadline") -> tuple:
     """-o path opened for the report: (descriptor, temporary), temporary the file to rename
     over path once the report is complete, or None when path is written in place.
 
@@ -309,7 +322,8 @@ def _open_output(path: str) -> tuple:
         if not stat.S_ISLNK(link.st_mode):
             flags |= os.O_NOFOLLOW
         try:
-            fd = os.open(path, flags)
+            with deadline.alarm():  # a pipe's open waits for its reader
+                fd = os.open(path, flags)
         except OSError as error:
             if not stat.S_ISLNK(link.st_mode) or error.errno not in (errno.ENOENT,
                                                                        errno.EISDIR):
@@ -330,34 +344,99 @@ def _open_output(path: str) -> tuple:
     return fd, temporary
 
 
+class _Deadline:
+    """The end of the time --timeout gives the whole report: reading and checking the
+    metadata, walking the packets for damage, the salvaged copy, then babeltrace2."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds if seconds else None
+
+    def expired(self) -> babeltrace.TimedOut:
+        return babeltrace.TimedOut(
+            f"pyust report did not finish within {self.seconds:g} s and was stopped: a damaged "
+            "trace, or a large one (raise --timeout; 0 for no limit)")
+
+    def remaining(self) -> float:
+        """The seconds left, for a child process's timeout (0: no limit). Raises TimedOut
+        when none are."""
+        if self.end is None:
+            return 0
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise self.expired()
+        return left
+
+    @contextlib.contextmanager
+    def alarm(self):
+        """Runs the block (Python's own work, no child process) under a timer: at the
+        deadline, SIGALRM raises TimedOut wherever it is (regular expressions over the
+        metadata included: the re module checks for signals)."""
+        if self.end is None or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def expire(_signum, _frame):
+            raise self.expired()
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, self.remaining())
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def _checked_metadata(path: str, max_mb: float) -> bytes:
+    """The text of the metadata file at path (ctf.check_metadata) when it holds at most
+    max_mb megabytes (0: no limit)."""
+    try:
+        return ctf.check_metadata(path, int(max_mb * 10**6)).text
+    except ctf.MetadataTooLarge as error:
+        raise ctf.CtfError(f"the metadata file {path} holds {error.size / 1e6:.1f} MB, more "
+                           f"than a report reads ({max_mb:g} MB): babeltrace2 would need about "
+                           "35 times as much memory (a damaged or hostile trace? --max-metadata "
+                           "MB raises the limit, 0 for none)") from None
+
+
 def report(args: argparse.Namespace) -> int:
     """Runs one report as parsed by _parser(). Raises UsageError, BabeltraceError,
     ctf.CtfError."""
+    deadline = _Deadline(args.timeout)
     output = _output_target(args.output) if args.output else None
-    metadata = [m for trace in args.traces for m in ctf.find_metadata(trace)]
-    texts = {path: ctf.check_metadata(path).text for path in metadata}
-    babeltrace.require()
-    damages, is_readable = salvage.find_damage(texts)
-    if damages and not is_readable:
-        raise BabeltraceError(f"damaged trace: not one packet of its data streams is complete "
-                              f"({damages[0].describe()})")
-    if damages and not args.salvage:
-        raise BabeltraceError(f"damaged trace: {damages[0].describe()} (without --no-salvage, "
-                              "pyust reports what can be read)")
-    for damage in damages:
-        print(f"pyust: warning: damaged trace: {damage.describe()}", file=sys.stderr)
-    copies = salvage.temporary_directory() if damages else None
+    max_metadata = DEFAULT_MAX_METADATA_MB if args.max_metadata is None else args.max_metadata
+    copies = None
     try:
-        traces = salvage.salvaged_copy(args.traces, damages, copies) if damages else args.traces
-        return _report(args, traces, texts, output)
+        with deadline.alarm():
+            metadata = [m for trace in args.traces for m in ctf.find_metadata(trace)]
+            texts = {path: _checked_metadata(path, max_metadata) for path in metadata}
+            babeltrace.require()
+            damages, is_readable = salvage.find_damage(texts)
+            if damages and not is_readable:
+                raise BabeltraceError(f"damaged trace: not one packet of its data streams is "
+                                      f"complete ({damages[0].describe()})")
+            if damages and not args.salvage:
+                raise BabeltraceError(f"damaged trace: {damages[0].describe()} (without "
+                                      "--no-salvage, pyust reports what can be read)")
+            for damage in damages:
+                print(f"pyust: warning: damaged trace: {damage.describe()}", file=sys.stderr)
+            copies = salvage.temporary_directory() if damages else None
+            traces = salvage.salvaged_copy(args.traces, damages, copies) if damages \
+                else args.traces
+        try:
+            return _report(args, traces, texts, output, deadline)
+        except babeltrace.TimedOut:  # given what was left: say the whole time
+            raise deadline.expired() from None
     finally:
         if copies:
             salvage.remove(copies)
 
 
-def _report(args: argparse.Namespace, traces: list, metadata: dict, output) -> int:
+def _report(args: argparse.Namespace, traces: list, metadata: dict, output,
+            deadline: _Deadline) -> int:
     """metadata: each metadata file's path and text."""
-    params = _params(args, sorted({os.path.dirname(m) for m in metadata}))
+    params = _params(args, sorted({os.path.dirname(m) for m in metadata}), deadline)
     plugin_path = babeltrace.plugin_dirs()
     debug_info = babeltrace.has_native_events(metadata.values())
     expand = babeltrace.has_batches(metadata.values())
@@ -367,13 +446,13 @@ def _report(args: argparse.Namespace, traces: list, metadata: dict, output) -> i
               file=sys.stderr)
     sys.stdout.flush()
     if not output:
-        notes = babeltrace.run(command, args.timeout)
+        notes = babeltrace.run(command, deadline.remaining())
         sys.stderr.write(_salvage_notes(notes))
         return 0
-    fd, temporary = _open_output(output)
+    fd, temporary = _open_output(output, deadline)
     try:
         try:
-            notes = babeltrace.run(command, args.timeout, stdout=fd)
+            notes = babeltrace.run(command, deadline.remaining(), stdout=fd)
         except BabeltraceError as error:
             # The sink wrote to its standard output: name the file.
             raise type(error)(str(error).replace("path=stdout", f"path={output}")) from None
