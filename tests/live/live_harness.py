@@ -106,12 +106,17 @@ class Relayd:
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGCONT)  # a test may have stopped it
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process)
+
+
+def end_process(process: subprocess.Popen) -> None:
+    """Terminates process, killing it if it has not ended within 30 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def needs_network_namespaces() -> None:
@@ -172,12 +177,7 @@ class RelayHost:
         subprocess.run(["ss", "-K", "dst", self.address], capture_output=True, timeout=30)
         self._ip("-n", self.netns, "link", "set", self.there, "up", check=False)
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            end_process(self.process)
         self._ip("netns", "delete", self.netns, check=False)  # and the pair with it
 
 
