@@ -162,7 +162,8 @@ def _run(tmp_path, program: str, *options, env=None, args=()):
     env["TMPDIR"] = str(tmpdir)
     if FAST and "--fast" not in options:
         options = ("--fast", *options)  # the children record batches too
-    done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, *options, "--", path, *args],
+    done = subprocess.run([PYTHON, "-m", "pyust", "run", "-o", out, *options, "--", path,
+                           *map(str, args)],
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     return done, out, tmpdir
 
@@ -505,7 +506,8 @@ LEAVES_A_LATE_CHILD = """\
     with open(environment, "w") as f:
         json.dump({k: v for k, v in os.environ.items() if k == "PYTHONPATH" or "PYUST" in k}, f)
     WAIT = 'while [ ! -e "$1" ]; do sleep 0.05; done; exec "$2" -c "$4" >"$3" 2>&1'
-    subprocess.Popen(["sh", "-c", WAIT, "late", go, sys.executable, result, "print('late')"],
+    LATE = "import sys; print('late', 'pyust' in sys.modules)"
+    subprocess.Popen(["sh", "-c", WAIT, "late", go, sys.executable, result, LATE],
                      start_new_session=True, stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 """
@@ -535,7 +537,8 @@ def test_a_late_child_runs_nothing_another_user_planted(tmp_path, local_user):
     another user made it again with a sitecustomize.py, and the late child (root's) ran
     it. Now nothing pyust puts in a child's environment can be made again by another
     user: the sitecustomize is in pyust's installed package, and the run's private
-    directories, made again by the user, are left as the user made them."""
+    directories, made again by the user, are left as the user made them; the late child,
+    whose run is over, starts untraced."""
     shared = Path(tempfile.mkdtemp(prefix="pyust-sticky-", dir="/tmp"))
     try:
         shared.chmod(0o1777)  # /tmp's kind, of the test's own
@@ -561,9 +564,30 @@ def test_a_late_child_runs_nothing_another_user_planted(tmp_path, local_user):
             if result.exists() and result.read_text():
                 break
             time.sleep(0.05)
-        assert result.read_text() == "late\n"
+        # Untraced: its run is over (it would wait PYUST_START_TIMEOUT for no session).
+        assert result.read_text() == "late False\n"
         assert sorted(p.name for p in shared.iterdir() if p.name.startswith("ran-as-")) == []
         for made in planted.stdout.split():
             assert os.listdir(made) == ["sitecustomize.py"], made
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+# A Python child that runs as another user (the run records its own user's processes only).
+AS_ANOTHER_USER = """\
+    import subprocess, sys
+    command = ["setpriv", "--reuid=" + sys.argv[1], "--regid=" + sys.argv[2], "--clear-groups",
+               sys.executable, "-c", "import sys; print('other user', 'pyust' in sys.modules)"]
+    print(subprocess.run(command, capture_output=True, text=True, check=True).stdout, end="")
+"""
+
+
+def test_a_child_of_another_user_starts_untraced(tmp_path, local_user):
+    """A Python child that the program starts as another user is left untraced: the run's
+    session records its own user's processes only, so the child's hook would wait
+    PYUST_START_TIMEOUT for a session that never records it, then say it lost its start."""
+    done, _, _ = _run(tmp_path, AS_ANOTHER_USER, args=(local_user.uid, local_user.gid))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "other user False\n", done.stderr
+    assert "before the session recorded it" not in done.stderr, done.stderr
+    assert "not in the trace" not in done.stderr, done.stderr

@@ -43,8 +43,15 @@ def _pyust_start(package, first):
         suffixes = _imp.extension_suffixes()
         if not any(os.path.exists(os.path.join(package, "_native" + s)) for s in suffixes):
             return  # another interpreter than pyust's: untraced, silently
+        directories = [d for d in os.environ.get("PYUST_RUN_PROCESSES", "").split(os.pathsep)
+                       if d]
         # The program's first process is `python -m pyust`, which starts with its options.
         if not first:
+            # Traced only while a run of this user's records: a child of another user (the
+            # run records its own user's processes only) or one started once the run is over
+            # would wait for a session that never records it (PYUST_START_TIMEOUT).
+            if not any(_pyust_is_private(d) for d in directories):
+                return
             parent = os.path.dirname(package)
             added = parent not in sys.path
             if added:
@@ -60,8 +67,6 @@ def _pyust_start(package, first):
             pyust._activate.activate_for_run("PYUST")
             if not pyust.is_active():
                 return
-        directories = [d for d in os.environ.get("PYUST_RUN_PROCESSES", "").split(os.pathsep)
-                       if d]
 
         def note():
             # One new file per process in each run's directory (runs nest): created, never
@@ -83,6 +88,14 @@ def _pyust_start(package, first):
         os.register_at_fork(after_in_child=note)
     except Exception:
         pass  # never break the program's child
+
+
+def _pyust_is_private(directory):
+    fd = _pyust_private(directory)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
 
 
 def _pyust_private(directory):
