@@ -184,10 +184,11 @@ private:
 
 ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m_self(self)
 {
-    check_known_params(params,
-                       {"format", "output", "pid", "tid", "begin", "end", "min-duration", "modules",
-                        "period", "count", "rows", "salvage", "sort", "limit", "min-share",
-                        "merge-processes", "max-size", "max-depth", "raw-names", "note-prefix"});
+    check_known_params(params, {"format",   "output",    "pid",          "tid",
+                                "begin",    "end",       "min-duration", "modules",
+                                "period",   "count",     "rows",         "salvage",
+                                "sort",     "limit",     "min-share",    "merge-processes",
+                                "max-size", "max-depth", "raw-names",    "note-prefix"});
     m_is_salvaging = bool_param(params, "salvage").value_or(false);
     if (const auto prefix = string_param(params, "note-prefix"))
         m_note_prefix = *prefix;
