@@ -230,7 +230,7 @@ def _check_directory(directory: str, path: str, option: str, final: bool) -> Non
     if not stat.S_ISDIR(info.st_mode):
         raise UsageError(f"{what} exists and is not a directory")
     if info.st_uid not in (0, os.geteuid()):
-        raise UsageError(f"{what} belongs to {_user_name(info.st_uid)}, who could change "
+        raise UsageError(f"{what} belongs to {describe_user(info.st_uid)}, who could change "
                          "what is in it: give a directory of your own")
     others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if others and (final or not info.st_mode & stat.S_ISVTX):
@@ -241,13 +241,20 @@ def _check_directory(directory: str, path: str, option: str, final: bool) -> Non
                          "is in it: give a directory of your own")
 
 
-def _user_name(uid: int) -> str:
-    import pwd  # only on this error
+def user_name(uid: int) -> str:
+    """uid's login name, or `uid N` for one the password database does not know."""
+    import pwd  # only for messages
 
     try:
-        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+        return pwd.getpwuid(uid).pw_name
     except KeyError:
         return f"uid {uid}"
+
+
+def describe_user(uid: int) -> str:
+    """`user NAME (uid N)`, or `uid N`: uid for a message."""
+    name = user_name(uid)
+    return name if name == f"uid {uid}" else f"user {name} (uid {uid})"
 
 
 # ----------------------------------------------------- durations and times

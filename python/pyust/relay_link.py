@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import pwd
 import signal
 import socket
 import struct
 import threading
 import time
+
+from .args import describe_user
 
 _ESTABLISHED, _LISTEN = 0x01, 0x0A
 _DAEMONS = (b"lttng-sessiond", b"lttng-consumerd")
@@ -92,10 +93,7 @@ def listener_owners(port: int) -> list:
 def describe_listener(port: int, uid: int) -> str:
     """`user NAME (uid N), lttng-relayd (pid P)`: who holds that listening socket, as far
     as /proc lets this user see."""
-    try:
-        who = f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        who = f"uid {uid}"
+    who = describe_user(uid)
     inodes = {entry.inode for entry in table() if entry.state == _LISTEN
               and entry.local[1] == port and entry.uid == uid}
     for pid, _, comm in _holders(inodes, None):

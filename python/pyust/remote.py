@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import ast
 import os
-import pwd
 import re
 import shutil
 import stat
@@ -48,6 +47,7 @@ import time
 from pathlib import Path
 
 from . import elf
+from .args import user_name
 
 # The interpreters pyust supports, as in scripts/setup and pyust/__init__.py.
 OLDEST = (3, 10)
@@ -203,13 +203,6 @@ def _escaped(text: str) -> str:
                    else character.encode("unicode_escape").decode("ascii") for character in text)
 
 
-def _user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
-
-
 # The version of a CPython older than 3.10 (it has _PyRuntime, but none of the symbols
 # that 3.10 added): which one does not matter, pyust refuses them all.
 _OLDER = (3, 9)
@@ -280,7 +273,7 @@ def inspect(pid: int) -> Target:
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
     except PermissionError:
-        raise AttachError(f"process {pid} runs as user {_user_name(uid)}: run pyust attach as "
+        raise AttachError(f"process {pid} runs as user {user_name(uid)}: run pyust attach as "
                           "that user or as root") from None
     except OSError:
         raise AttachError(f"process {pid} has no executable (a kernel thread or a zombie): "
@@ -296,7 +289,7 @@ def inspect(pid: int) -> Target:
                           f"{OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]}")
     if os.geteuid() != 0:
         if uid != os.geteuid():
-            raise AttachError(f"process {pid} runs as user {_user_name(uid)}: run pyust "
+            raise AttachError(f"process {pid} runs as user {user_name(uid)}: run pyust "
                               "attach as that user or as root")
         scope = _ptrace_scope()
         if scope >= 1:
@@ -528,7 +521,7 @@ class Attachment:
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_uid != self._answerer:
-                raise refuse(f"is not a regular file of user {_user_name(self._answerer)}'s")
+                raise refuse(f"is not a regular file of user {user_name(self._answerer)}'s")
             data = b""
             while len(data) <= _ANSWER_LIMIT:
                 chunk = os.read(fd, _ANSWER_LIMIT + 1 - len(data))

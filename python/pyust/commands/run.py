@@ -295,7 +295,7 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
         summary += ": events not counted (babeltrace2 missing or failed)"
     summary += f", {discarded} discarded by LTTng"
     summary += children.traced(processes)
-    summary += f", {_user_name(os.getuid())}'s processes only"
+    summary += f", {cli_args.user_name(os.getuid())}'s processes only"
     lines.append(summary)
     if discarded:
         what = "batches of records (fast mode)" if args.fast else "events"
@@ -303,16 +303,6 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
                      "buffers (--subbuf-size, --num-subbuf) or --no-discard")
     lines += [start.describe() for start in lost_starts]
     return lines
-
-
-def _user_name(uid: int) -> str:
-    """uid's login name, or `user UID` for one the password database does not know."""
-    import pwd
-
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"user {uid}"
 
 
 def _destroy_if_ours(name: str, output: str | None, *, generated: bool) -> None:
