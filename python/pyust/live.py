@@ -130,6 +130,16 @@ class LiveSession(Session):
         finally:
             self.watch.end_wait()
 
+    def discarded_events(self) -> int | None:
+        """As Session's, or None when LTTng cannot say once the relay daemon was cut off
+        (LTTng 2.16 then fails to list the session's streams)."""
+        try:
+            return super().discarded_events()
+        except LttngError:
+            if self.watch.lost_at is None:
+                raise
+            return None
+
     def destroy(self, *, wait: bool = True) -> None:
         self.watch.begin_wait()
         try:

@@ -145,6 +145,14 @@ def _check(result: subprocess.CompletedProcess, what: str) -> subprocess.Complet
 # The switch timer of pyust run's metadata channel, in microseconds (Session.set_metadata_timer).
 METADATA_SWITCH_US = 10000
 
+def discarded_text(discarded: int | None) -> str:
+    """The summaries' words for what LTTng discarded (None: LTTng could not say, a live
+    session whose relay daemon was cut off)."""
+    if discarded is None:
+        return "discarded events unknown (the relay daemon was lost)"
+    return f"{discarded} discarded by LTTng"
+
+
 # pyust run --trace-format's values, as `lttng create --trace-format` takes them, and as a
 # session configuration (`lttng load`) spells them.
 TRACE_FORMATS = {"ctf-1.8": "CTF_1_8", "ctf-2": "CTF_2"}

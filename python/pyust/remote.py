@@ -446,7 +446,10 @@ class Attachment:
     def _leave_behind(self) -> None:
         """A step given with sys.remote_exec that the target has not run yet stays
         scheduled: the trampoline then only removes the control directory (and the
-        rest of it goes now)."""
+        rest of it goes now). When the target is another user's, the directory, which
+        then holds the trampoline alone, becomes that user's, so that the trampoline
+        can remove it: pyust reads and writes nothing there any more, and what that
+        user puts there runs, if at all, in that user's own process."""
         self._take_answers_back()
         try:
             for name in os.listdir(self._control):
@@ -456,6 +459,14 @@ class Attachment:
                 elif name != os.path.basename(self._trampoline):
                     os.unlink(path)
             _write_file(self._trampoline, _LEFT_BEHIND.format(control=self._control).encode())
+            if self._answerer != os.geteuid():
+                fd = os.open(self._control, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                             | os.O_CLOEXEC)
+                try:
+                    os.fchown(fd, self._answerer, -1)
+                    os.fchmod(fd, 0o700)
+                finally:
+                    os.close(fd)
         except (OSError, RecursionError):
             self._remove_control()
 

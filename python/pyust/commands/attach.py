@@ -229,7 +229,8 @@ def _summary(recording: _Recording, fast: bool) -> str:
         if lost:
             lines.append(lost)
     events, discarded = recording.attachment.events, recording.discarded
-    if events is not None and not (fast and discarded) and not recording.recorder:
+    if (events is not None and discarded is not None and not (fast and discarded)
+            and not recording.recorder):
         recorded = events - discarded  # the process counted what it handed to LTTng
     else:
         recorded = babeltrace.count_events(path, fast=fast) if count else None
@@ -240,7 +241,7 @@ def _summary(recording: _Recording, fast: bool) -> str:
         summary += "events not counted (babeltrace2 missing or failed)"
     else:
         summary += "events not counted (the relay daemon is on another machine)"
-    summary += f", {discarded} discarded by LTTng; attached for {recording.elapsed:.1f} s"
+    summary += f", {lttng.discarded_text(discarded)}; attached for {recording.elapsed:.1f} s"
     if recording.exited:
         summary += f"; process {target.pid} exited during the recording (the trace up to " \
                    "then is complete)"

@@ -282,7 +282,7 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
         if lost:
             lines.append(lost)
     recorded = None
-    if emitted is not None and not (args.fast and discarded):
+    if emitted is not None and discarded is not None and not (args.fast and discarded):
         recorded = emitted - discarded
     elif not no_count:
         # (The fast mode's discarded events are batches of records: the trace says how many.)
@@ -293,7 +293,7 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
         summary += f": {recorded} events recorded"
     elif not no_count:
         summary += ": events not counted (babeltrace2 missing or failed)"
-    summary += f", {discarded} discarded by LTTng"
+    summary += f", {lttng.discarded_text(discarded)}"
     summary += children.traced(processes)
     summary += f", {cli_args.user_name(os.getuid())}'s processes only"
     lines.append(summary)
