@@ -423,6 +423,14 @@ while True:
 """
 
 
+def _owner(path: Path) -> int | None:
+    """path's owner, or None when it is gone."""
+    try:
+        return path.lstat().st_uid
+    except FileNotFoundError:
+        return None
+
+
 @pytest.mark.parametrize("mode", ["link", "file", "big"])
 def test_another_users_answer_is_read_as_data(tmp_path, local_user, mode):
     """Root attaching to another user's process that forges its answer: a link (to a
@@ -438,11 +446,13 @@ def test_another_users_answer_is_read_as_data(tmp_path, local_user, mode):
     try:
         attach = start_attach(process.pid, tmp_path / "trace", "--duration", "1")
         out, err = attach.communicate(timeout=120)
-        # The control directory goes, although the process goes on writing there: at once
-        # (gdb's pending call: 3.10 to 3.13), or once the target runs the step that
-        # sys.remote_exec left scheduled (3.14+), which removes it.
+        # Nothing of root's stays, although the process goes on writing there: the control
+        # directory goes at once (gdb's pending call: 3.10 to 3.13); on 3.14+, where the
+        # step that sys.remote_exec scheduled is still to run, it becomes the user's, for
+        # that step to remove (what the user's own process then puts there is theirs).
         for _ in range(200):
-            left = set(Path(tempfile.gettempdir()).glob("pyust-attach-*")) - controls
+            left = {path for path in Path(tempfile.gettempdir()).glob("pyust-attach-*")
+                    if path not in controls and _owner(path) not in (local_user.uid, None)}
             if not left:
                 break
             time.sleep(0.05)
@@ -450,6 +460,9 @@ def test_another_users_answer_is_read_as_data(tmp_path, local_user, mode):
     finally:
         process.kill()
         process.communicate(timeout=60)
+        for path in set(Path(tempfile.gettempdir()).glob("pyust-attach-*")) - controls:
+            if _owner(path) == local_user.uid:  # the user's own, once root left it
+                shutil.rmtree(path, ignore_errors=True)
     assert "root's secret" not in err
     assert attach.returncode == 1, err
     lines = err.strip().splitlines()
