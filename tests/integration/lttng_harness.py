@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -274,6 +275,32 @@ def python_version(python: str) -> tuple:
                              capture_output=True, text=True, check=True).stdout
         _versions[python] = tuple(int(x) for x in out.split())
     return _versions[python]
+
+
+def native_stacks(session: int) -> str:
+    """gdb's backtrace of every thread of every process in session (a process's session
+    id), for the message of a test that hung; what gdb could not give is said instead."""
+    if shutil.which("gdb") is None:
+        return "(no native stacks: gdb is not installed)"
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.getsid(int(entry)) == session:
+                pids.append(int(entry))
+        except OSError:
+            pass
+    dumps = []
+    for pid in sorted(pids):
+        try:
+            result = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx",
+                                     "-ex", "thread apply all bt"],
+                                    capture_output=True, text=True, timeout=60)
+            lines = [line for line in result.stdout.splitlines()
+                     if line.startswith(("#", "Thread "))]
+        except subprocess.TimeoutExpired:
+            lines = ["(gdb timed out)"]
+        dumps.append(f"== process {pid}\n" + "\n".join(lines))
+    return "\n".join(dumps) or f"(no process left in session {session})"
 
 
 def run_hooked(program_argv: list, *, flags=(), env=None, python=None, **kwargs):

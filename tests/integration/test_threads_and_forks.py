@@ -12,12 +12,13 @@ A hang is a failure whose message holds faulthandler's dump of every thread."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 
 import pytest
 
-from lttng_harness import FAST, PYTHON, child_env
+from lttng_harness import FAST, PYTHON, child_env, native_stacks
 
 PROGRAM = """\
 import asyncio
@@ -116,20 +117,24 @@ print("done")
 
 
 def run_within(argv: list, limit: float, env: dict) -> subprocess.CompletedProcess:
-    """Runs argv; a run that outlives limit (faulthandler in the program ends it first,
-    with its dump on standard error) is stopped with SIGTERM, then SIGKILL."""
+    """Runs argv in a session of its own; a run that outlives limit (faulthandler in the
+    program ends it first, with its dump on standard error) fails with the native stacks of
+    every process of the session (a forked child that hangs holds the pipes open), and the
+    session is killed."""
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env)
+                             env=env, start_new_session=True)
     try:
         out, err = child.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
-        child.send_signal(signal.SIGTERM)
+        stacks = native_stacks(child.pid)
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate(timeout=30)
+        pytest.fail(f"hung for {limit:.0f} s: {' '.join(map(str, argv))}\n{err}\n{stacks}")
+    finally:
         try:
-            out, err = child.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            out, err = child.communicate()
-        pytest.fail(f"hung for {limit:.0f} s: {' '.join(map(str, argv))}\n{err}")
+            os.killpg(child.pid, signal.SIGKILL)  # what the program left running
+        except OSError:
+            pass
     return subprocess.CompletedProcess(argv, child.returncode, out, err)
 
 
