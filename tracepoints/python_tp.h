@@ -2,7 +2,7 @@
  * The LTTng-UST provider `python`: the events pyust's hook emits for a traced
  * Python program. Users enable them with `lttng enable-event -u 'python:*'`.
  *
- * Event model (the README's event reference says the same for users):
+ * Event model (doc/events.md says the same for users):
  *
  * - Code objects are named by a 64-bit id. Its high 32 bits are the pid of the
  *   process that registered the code object, its low 32 bits a counter in that

@@ -23,7 +23,7 @@ Two recorders, chosen in this order:
   LTTng-UST reads; perf's CTF clock has no offset (origin: boot), so its offset
   is set to the one LTTng wrote for the user-space trace: both then map the
   same clock value to the same time, and babeltrace2 merges them on one
-  timeline (README: "Kernel: system calls and scheduling").
+  timeline (doc/kernel-and-native.md, "Clock alignment").
 
 When neither can run (no modules and no perf, or not root), run() prints one
 line and the program is traced in user space only.

@@ -1,4 +1,4 @@
-"""overhead.py --suite, at a tiny scale: the benchmark the README's figures
+"""overhead.py --suite, at a tiny scale: the benchmark doc/performance.md's figures
 come from still runs end to end against a real session daemon, W2 makes
 the line events it claims, every target of issue 6 gets its row, and a peer
 that the interpreter cannot import is skipped with the reason.

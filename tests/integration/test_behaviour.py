@@ -41,7 +41,7 @@ def called(session) -> list:
 # crashed; with 3.9, 3.11, 3.12 and 3.13, none in 200 each.
 OLD_DAEMON_CRASH = pytest.mark.skipif(
     python_version(PYTHON) == (3, 10),
-    reason="CPython 3.10 itself crashes daemon threads at exit at times (see README)")
+    reason="CPython 3.10 itself crashes daemon threads at exit at times (doc/forks-and-signals.md)")
 
 
 @pytest.mark.parametrize("name", [

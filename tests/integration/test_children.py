@@ -200,7 +200,7 @@ KINDS = """\
             with multiprocessing.get_context(method).Pool(1) as pool:
                 print(method, pool.apply(work.in_worker), flush=True)
                 # Leaving the block terminates the worker (SIGTERM): in the fast mode
-                # its last 20 ms of records would be lost (README, "Fast mode").
+                # its last 20 ms of records would be lost (doc/fast-mode-and-dormant.md).
                 pool.close()
                 pool.join()
 """

@@ -250,8 +250,8 @@ def test_a_thread_inside_a_call_at_stop_is_closed(session, make_program):
     names = [(kind, name) for kind, name, *_ in trace.program_flow(program, other)]
     if not _is_closing_at_stop(trace):
         # Nothing runs on the thread's behalf to close it with: its frames stay open in the
-        # trace, and nothing after stop() is recorded (README, "Supported interpreters and
-        # back ends").
+        # trace, and nothing after stop() is recorded (doc/interpreters.md,
+        # "monitoring").
         assert names == [("call", "run"), ("call", "waiting")]
         assert_balanced(trace, threads[(main_pid, main_pid)])
         return

@@ -188,7 +188,7 @@ def test_forked_children_records(session, make_program):
             os.waitpid(pid, 0)
             # close() and join(): the workers exit, writing their records. (Leaving a
             # `with Pool()` block terminates them with SIGTERM, which loses up to their
-            # last 20 ms of records: see the README.)
+            # last 20 ms of records: see doc/fast-mode-and-dormant.md.)
             pool = multiprocessing.get_context("fork").Pool(2)
             assert sum(pool.map(in_pool, range(50))) == sum(range(50))
             pool.close()

@@ -1,6 +1,6 @@
 """pyust's reports of LTTng kernel-tracer events, on synthetic sessions.
 
-This machine cannot load lttng-modules, so pyust's LTTng-kernel path (README,
+This machine cannot load lttng-modules, so pyust's LTTng-kernel path (doc/kernel-and-native.md,
 "Kernel: system calls and scheduling") never runs here for real; perf's path is
 tested in tests/kernel. bt_plugin_pyust_lttng_kernel.py (source.pyustkernel.session)
 builds the two traces of a session with a kernel channel instead: python:* in

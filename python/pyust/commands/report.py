@@ -45,7 +45,7 @@ DEFAULT_LIMIT = 40          # profile and lines rows
 DEFAULT_MIN_SHARE = 0.5     # tree: percent of the thread's time
 # Chrome JSON of 20 MB loads in speedscope in headless Chromium (125 s on a busy 2-core
 # machine), 61 MB did not within 300 s; Perfetto's UI crashes on 900 MB (its WebAssembly
-# memory). The README says when to raise it.
+# memory). doc/reports.md says when to raise it.
 DEFAULT_MAX_SIZE_MB = 20
 # Every other format: a bound no normal program's report comes near (sympy's import, the
 # biggest of the tests: a 22 MB tree with --min-share 0), which a damaged or hostile trace's
