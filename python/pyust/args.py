@@ -23,7 +23,15 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser, failing with one UsageError line instead of its usage dump."""
+    """argparse's parser, failing with one UsageError line instead of its usage dump. With
+    man="pyust-run", its help ends by naming that manual page, which holds the reference."""
+
+    def __init__(self, *args, man: str | None = None, **kwargs):
+        if man:
+            epilog = kwargs.get("epilog")
+            kwargs["epilog"] = ((epilog + "\n\n") if epilog else "") + \
+                f"Manual page: {man}(1) (man {man})."
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         raise UsageError(f"{message} (see {self.prog} --help)")

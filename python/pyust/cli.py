@@ -47,7 +47,9 @@ it with a session of your own:
   python -m pyust -- app.py
   lttng stop && lttng destroy
 
-Run `python -m pyust COMMAND --help` for a command's options.
+Run `python -m pyust COMMAND --help` for a command's options. Manual pages:
+pyust(1) for the hook mode and the overview, pyust-COMMAND(1) for each command
+(pyust-enable(1) for disable), pyust-events(7) for the events.
 """
 
 

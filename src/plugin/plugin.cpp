@@ -1,5 +1,6 @@
 // The pyust babeltrace2 plugin: registration of its component classes, and nothing else. Each
-// component class lives in its own folder (stacks/, report/, expand/).
+// component class lives in its own folder (stacks/, report/, expand/). Each help string names
+// the parameters and the manual page (doc/man) that documents them, as babeltrace2's own do.
 #include <babeltrace2/babeltrace.h>
 
 #include "expand.hpp"
@@ -27,8 +28,7 @@ BT_PLUGIN_FILTER_COMPONENT_CLASS_DESCRIPTION(
     stacks, "Forward every message; follow each python:* event with a pyust:stack event "
             "carrying its thread's depth and frames");
 BT_PLUGIN_FILTER_COMPONENT_CLASS_HELP(
-    stacks, "Parameter: raw-names=yes|no (native frames by their symbols instead of readable "
-            "names; default no)");
+    stacks, "Parameter: raw-names. See the babeltrace2-filter.pyust.stacks(7) manual page.");
 BT_PLUGIN_FILTER_COMPONENT_CLASS_INITIALIZE_METHOD(stacks, pyust::plugin::stacks::initialize);
 #if PYUST_BT_HAS_MIP1
 BT_PLUGIN_FILTER_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(
@@ -43,11 +43,9 @@ BT_PLUGIN_FILTER_COMPONENT_CLASS(expand, pyust::plugin::expand::iterator_next);
 BT_PLUGIN_FILTER_COMPONENT_CLASS_DESCRIPTION(
     expand, "Turn the python:batch events of pyust's fast mode back into python:call, "
             "python:return and python:line events, in time order with every other message");
-BT_PLUGIN_FILTER_COMPONENT_CLASS_HELP(
-    expand, "Parameters: max-delay=NS (default 5000000000): a process whose python:horizon "
-            "lags the trace by more than this stops holding the other messages back; "
-            "report-discarded=yes|no (default yes): missing records as discarded-events "
-            "messages, or on standard error only (for sink.ctf.fs)");
+BT_PLUGIN_FILTER_COMPONENT_CLASS_HELP(expand,
+                                      "Parameters: max-delay, lookahead, report-discarded. See the "
+                                      "babeltrace2-filter.pyust.expand(7) manual page.");
 BT_PLUGIN_FILTER_COMPONENT_CLASS_INITIALIZE_METHOD(expand, pyust::plugin::expand::initialize);
 #if PYUST_BT_HAS_MIP1
 BT_PLUGIN_FILTER_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(
@@ -64,16 +62,10 @@ BT_PLUGIN_SINK_COMPONENT_CLASS_DESCRIPTION(
     report, "Rebuild Python call stacks and write a profile, call tree, per-line profile, "
             "folded stacks, Chrome trace JSON or SVG flame graph");
 BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
-    report, "Parameters: format=profile|tree|folded|lines|chrome|svg|top (default profile), "
-            "output=PATH (default stdout), pid=N, tid=N (matching nothing is an error), "
-            "begin=NS, end=NS, min-duration=NS, modules=PREFIXES, sort=self|total|calls|mean, "
-            "limit=N (profile, lines rows; default 0: all), min-share=\"PERCENT\" (tree), "
-            "max-size=BYTES (chrome), merge-processes=yes|no (profile, folded), "
-            "raw-names=yes|no (native frames by their symbols), salvage=yes|no (a damaged "
-            "trace: report what came before the error; default no), period=NS, count=N, "
-            "rows=N (top: wall time between tables, tables before stopping, rows per table), "
-            "note-prefix=\"TEXT\" (what begins its lines on standard error; default "
-            "\"sink.pyust.report: \")");
+    report, "Parameters: format, output, pid, tid, begin, end, min-duration, modules, sort, "
+            "limit, min-share, max-size, max-depth, merge-processes, raw-names, salvage, "
+            "period, count, rows, note-prefix. See the babeltrace2-sink.pyust.report(7) manual "
+            "page.");
 BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, pyust::plugin::report::initialize);
 #if PYUST_BT_HAS_MIP1
 BT_PLUGIN_SINK_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(

@@ -11,7 +11,7 @@ from .. import args as cli_args, native
 def main(argv: list) -> int:
     """`python -m pyust cflags [--cython]`: print the flags on one line."""
     parser = cli_args.Parser(
-        prog="python -m pyust cflags",
+        prog="python -m pyust cflags", man="pyust-cflags",
         description=(
             "Print the compiler flags that instrument an extension module's own "
             "functions for `pyust run --native` (-finstrument-functions), but not the "

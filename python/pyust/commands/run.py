@@ -33,7 +33,7 @@ def main(argv: list) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = cli_args.Parser(
-        prog="python -m pyust run",
+        prog="python -m pyust run", man="pyust-run",
         description=(
             "Create an LTTng session, record the program's python:* events (with the "
             "vpid and vtid contexts; the processes of the user running pyust only, "
