@@ -165,7 +165,9 @@ def test_every_event_and_field_of_the_provider_is_in_pyust_events():
     events = provider_events()
     assert {"code", "call", "return", "batch", "horizon"} <= set(events)
     for name, fields in events.items():
-        documented = {term.split()[0] for term in terms("pyust-events.7", f"python:{name}")}
+        # A term names one field or several ("begin_tsc, begin_ns"), then its type.
+        documented = {field for term in terms("pyust-events.7", f"python:{name}")
+                      for field in term.split(" (")[0].split(", ")}
         assert documented, f"pyust-events(7) has no section python:{name}"
         assert sorted(set(fields) - documented) == [], name
 
