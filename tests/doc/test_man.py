@@ -172,10 +172,12 @@ def test_every_event_and_field_of_the_provider_is_in_pyust_events():
         assert sorted(set(fields) - documented) == [], name
 
 
-def test_every_page_that_a_page_refers_to_exists():
+def test_every_page_and_guide_that_a_page_refers_to_exists():
     names = {path.stem for path in page_sources()} | {"pyust-disable.1"}
-    for source in page_sources():
+    for source in sorted(SOURCES.glob("*.adoc")):
         text = source.read_text()
         for name, section in re.findall(r"\*((?:pyust|babeltrace2-\w+\.pyust)[\w.-]*)\*\((\d)\)",
                                         text):
             assert f"{name}.{section}" in names, f"{source.name} refers to {name}({section})"
+        for guide in re.findall(r"\bdoc/[\w-]+\.md\b", text):
+            assert (ROOT / guide).is_file(), f"{source.name} refers to {guide}"
