@@ -1,5 +1,5 @@
 """The python provider's log levels: `lttng enable-event -u 'python:*' --loglevel LEVEL`
-selects as it does for other providers (tracepoints/python_tp.h, doc/events.md).
+selects as it does for other providers (tracepoints/python_tp.h, pyust-events(7)).
 A session of the user's own, the program run under `python -m pyust` (hook only)."""
 
 from __future__ import annotations
