@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = os.environ.get("PYUST_TEST_PYTHON", sys.executable)
-PYUST_PATH = os.environ.get("PYUST_TEST_PATH", str(ROOT / "build" / "python"))
+PYUST_PATH = os.path.abspath(os.environ.get("PYUST_TEST_PATH", str(ROOT / "build" / "python")))
 # bt2 comes from Debian's python3-bt2: read traces with Debian's interpreter.
 READER = "/usr/bin/python3"
 READ_TIMEOUT = 120
