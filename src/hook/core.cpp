@@ -247,6 +247,37 @@ struct Watcher {
 
 Watcher& s_watcher = *new Watcher; // never destroyed, like s_state
 
+// Held while the watcher makes its thread state (which takes CPython's runtime lock,
+// HEAD_LOCK, without the GIL) and across every fork(), from fork_prepare to fork_parent or
+// fork_child: the child of a fork() made while the watcher held HEAD_LOCK would block for
+// ever in PyOS_AfterFork_Child (compat::k_fork_child_needs_head_lock). Up to 3.11 only:
+// later versions reinitialise the lock first, and those that take it in PyOS_BeforeFork
+// would take it and this guard in both orders.
+pthread_mutex_t s_thread_state_guard = PTHREAD_MUTEX_INITIALIZER;
+
+// The watcher takes the GIL with a thread state of its own, made under the guard (not
+// PyGILState_Ensure, which makes it and then waits for the GIL in one call). nullptr when
+// no memory was left.
+PyThreadState* take_gil_as_watcher() noexcept
+{
+    if (compat::k_fork_child_needs_head_lock)
+        pthread_mutex_lock(&s_thread_state_guard);
+    PyThreadState* tstate = PyThreadState_New(PyInterpreterState_Main());
+    if (compat::k_fork_child_needs_head_lock)
+        pthread_mutex_unlock(&s_thread_state_guard);
+    if (tstate != nullptr)
+        PyEval_RestoreThread(tstate);
+    return tstate;
+}
+
+// Gives the GIL back and deletes the thread state take_gil_as_watcher() made (its lock
+// taken with the GIL held).
+void release_gil_as_watcher(PyThreadState* tstate) noexcept
+{
+    PyThreadState_Clear(tstate);
+    PyThreadState_DeleteCurrent();
+}
+
 void set_hooked(bool is_hooked) noexcept
 {
     s_state.is_hooked = is_hooked;
@@ -403,7 +434,11 @@ void* watch(void*) noexcept
         }
         if (is_toggling && is_recording)
             wait_for_session_activation();
-        const PyGILState_STATE gil = PyGILState_Ensure();
+        PyThreadState* const tstate = take_gil_as_watcher();
+        if (tstate == nullptr) {
+            pthread_mutex_lock(&s_watcher.mutex);
+            continue;
+        }
         // stop() clears is_active under the GIL before it waits for us.
         if (s_state.is_active && is_toggling && is_recording != s_state.is_hooked) {
             if (is_recording)
@@ -414,7 +449,7 @@ void* watch(void*) noexcept
         if (s_state.is_active && is_flushing && s_state.is_hooked)
             s_state.emitter->flush_all(false);
         // Unsticking needs nothing more: taking the GIL was the work.
-        PyGILState_Release(gil);
+        release_gil_as_watcher(tstate);
         pthread_mutex_lock(&s_watcher.mutex);
     }
     s_watcher.is_running = false;
@@ -496,6 +531,8 @@ bool is_subprocess_fork() noexcept
 // hook.hpp for what the child does).
 void fork_prepare() noexcept
 {
+    if (compat::k_fork_child_needs_head_lock)
+        pthread_mutex_lock(&s_thread_state_guard);
     s_state.forking_tid = current_tid();
     lttng_ust_before_fork(&s_state.fork_sigset);
 }
@@ -503,6 +540,8 @@ void fork_prepare() noexcept
 void fork_parent() noexcept
 {
     lttng_ust_after_fork_parent(&s_state.fork_sigset);
+    if (compat::k_fork_child_needs_head_lock)
+        pthread_mutex_unlock(&s_thread_state_guard);
 }
 
 // The child re-registers with the session daemon (its events carry its own
@@ -510,6 +549,7 @@ void fork_parent() noexcept
 // thread lives on under a new tid with its old name.
 void fork_child() noexcept
 {
+    new (&s_thread_state_guard) pthread_mutex_t(PTHREAD_MUTEX_INITIALIZER);
     const bool is_os_fork = s_state.os_fork_tid != 0 && s_state.os_fork_tid == s_state.forking_tid;
     s_state.os_fork_tid = 0;
     if (!is_os_fork || s_state.is_subprocess_fork) {

@@ -165,6 +165,13 @@ inline int set_trace(PyThreadState* tstate, Py_tracefunc fn) noexcept
 constexpr bool k_traced_threads_spin_on_signals =
     PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000;
 
+// Up to 3.11, PyOS_AfterFork_Child takes the runtime's lock (HEAD_LOCK, deleting the other
+// threads' states) before it reinitialises it: the child of a fork() made while another
+// thread held that lock blocks for ever. Every thread but the watcher takes it with the GIL,
+// which the thread calling os.fork() holds; the watcher makes its thread state without the
+// GIL (core.cpp). 3.12 on reinitialise the lock first.
+constexpr bool k_fork_child_needs_head_lock = PY_VERSION_HEX < 0x030C0000;
+
 inline bool is_finalizing() noexcept
 {
 #if PY_VERSION_HEX >= 0x030D0000
