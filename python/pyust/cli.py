@@ -62,7 +62,7 @@ def epilog() -> str:
     from .args import program
 
     lines = ["commands:"]
-    lines += [f"  {name:<11} {summary}" for name, (_, _, summary) in COMMANDS.items()]
+    lines += [f"  {name:<12} {summary}" for name, (_, _, summary) in COMMANDS.items()]
     return "\n".join(lines) + "\n" + _EPILOG_TAIL.format(pyust=program())
 
 

@@ -10,7 +10,7 @@ from .. import args as cli_args, babeltrace
 def main(argv: list) -> int:
     """`pyust plugin-path`: print the directory on one line."""
     parser = cli_args.Parser(
-        prog=cli_args.program("plugin-path"),
+        prog=cli_args.program("plugin-path"), man="pyust-plugin-path",
         description=(
             "Print the directory that holds pyust's babeltrace2 plugin "
             f"({babeltrace.PLUGIN_FILE}: filter.pyust.stacks, filter.pyust.expand, "
