@@ -25,7 +25,7 @@ import sys
 
 # The commands of `python -m pyust COMMAND`; any other first word starts the
 # hook mode (see pyust.cli).
-SUBCOMMANDS = ("run", "attach", "report", "top", "enable", "disable", "cflags")
+SUBCOMMANDS = ("run", "attach", "report", "top", "enable", "disable", "cflags", "plugin-path")
 
 _HOOK_FLAGS = {"--c-calls": "c_calls", "--lines": "lines", "--fast": "fast",
                "--no-dormant": "no_dormant"}
@@ -87,11 +87,14 @@ def parse_hook_options(argv: list):
     return (options, target) if target else None
 
 
-def main(argv: list, tally=None) -> int:
-    """`python -m pyust [hook options] -- PROGRAM`: run PROGRAM under the hook;
+def main(argv=None, tally=None) -> int:
+    """`python -m pyust [hook options] -- PROGRAM` (and the `pyust` command, with argv
+    None: sys.argv[1:]): run PROGRAM under the hook;
     the program's own exceptions (KeyboardInterrupt included) propagate
     exactly as they would untraced. tally: pyust run's directory where the
     process counts its events (pyust.tally)."""
+    if argv is None:
+        argv = sys.argv[1:]
     if argv and argv[0] in SUBCOMMANDS:
         parsed = None
     else:
@@ -247,6 +250,9 @@ def prepare(argv: list) -> Target:
     Raises TargetError for a file or module that does not exist.
     """
     original_args = sys.argv[1:]
+    command = _command_path()
+    if command and sys.path and sys.path[0] == os.path.dirname(command):
+        del sys.path[0]  # the pyust command's directory, which `python PROGRAM` has not
     if argv[0] == "-m":
         if len(argv) < 2:
             raise TargetError(f"{sys.executable}: -m needs a module name", 2)
@@ -254,7 +260,7 @@ def prepare(argv: list) -> Target:
     else:
         target = _script_target(argv[0], argv[1:])
     sys.argv[:] = target.argv
-    _set_orig_argv(original_args, argv)
+    _set_orig_argv(original_args, argv, command)
     cwd = os.getcwd()
     if sys.path and sys.path[0] in ("", cwd):
         sys.path[0] = target.path0  # -m pyust put the cwd there, -c put ''
@@ -263,16 +269,26 @@ def prepare(argv: list) -> Target:
     return target
 
 
-def _set_orig_argv(original_args: list, target_argv: list) -> None:
+def _command_path():
+    """The real path of the pyust command (pyust, pyust-3.13: an installed script) that
+    started this process, or None for `python -m pyust` and `python -c`."""
+    name = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if name == "pyust" or name.startswith("pyust-"):
+        return os.path.realpath(sys.argv[0])
+    return None
+
+
+def _set_orig_argv(original_args: list, target_argv: list, command=None) -> None:
     """sys.orig_argv as `python [interpreter options] PROGRAM` would have it:
-    pyust's part (-m pyust or -c CODE, and the hook options) taken out."""
+    pyust's part (-m pyust, -c CODE or the pyust command, and the hook options) taken
+    out."""
     orig = getattr(sys, "orig_argv", None)
     if not orig or len(orig) < len(original_args) + 1:
         return
     head = orig[:len(orig) - len(original_args)]
     if head[-2:] == ["-m", "pyust"] or (len(head) >= 3 and head[-2] == "-c"):
         head = head[:-2]
-    elif head[-1] == "-mpyust":
+    elif head[-1] == "-mpyust" or (command and os.path.realpath(head[-1]) == command):
         head = head[:-1]
     else:
         return

@@ -15,11 +15,22 @@ import datetime as _datetime
 import os
 import re
 import stat
+import sys
 from decimal import Decimal, InvalidOperation
 
 
 class UsageError(Exception):
     """A mistake on the command line; exit status 2."""
+
+
+def program(command: str = "") -> str:
+    """pyust's name as the user ran it, for usage lines and messages, followed by command:
+    the command's own name (`pyust`, `pyust-3.13`: sys.argv[0] names the installed script),
+    else `python -m pyust`."""
+    name = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if not re.fullmatch(r"pyust(-\d+\.\d+)?", name):
+        name = "python -m pyust"
+    return f"{name} {command}" if command else name
 
 
 class Parser(argparse.ArgumentParser):

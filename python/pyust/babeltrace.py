@@ -9,8 +9,9 @@ spin for ever on a damaged trace).
 
 Where the plugin comes from: the directories of PYUST_PLUGIN_PATH (separated by
 ':'), else the build tree's src/plugin when this package is the build tree's
-(build/python/pyust), else babeltrace2's system plugin directory, where
-scripts/setup installs it.
+(build/python/pyust), else where the build installed it (pyust._build_config): inside
+the package for a wheel (pip), babeltrace2's system plugin directory for scripts/setup.
+`pyust plugin-path` prints the directory (plugin_dir).
 """
 
 from __future__ import annotations
@@ -78,7 +79,44 @@ def plugin_dirs() -> list:
     build_plugin = os.path.join(build, "src", "plugin")
     if os.path.isfile(os.path.join(build_plugin, PLUGIN_FILE)):
         return [build_plugin]
+    installed, is_system = _installed_plugin_dir()
+    # babeltrace2 loads its system directory's plugins by itself: naming that directory
+    # again would load pyust's twice.
+    if installed and not is_system and os.path.isfile(os.path.join(installed, PLUGIN_FILE)):
+        return [installed]
     return []
+
+
+def _installed_plugin_dir() -> tuple:
+    """(the directory where the build installed the plugin, or "" without one; whether it
+    is babeltrace2's system plugin directory), from pyust._build_config."""
+    try:
+        from . import _build_config
+    except ImportError:  # the package's sources run as they are, not built
+        return "", False
+    directory = _build_config.PLUGIN_DIR
+    if directory:
+        # A wheel's plugin is inside the package, wherever pip put it.
+        directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), directory)
+    return directory, _build_config.PLUGIN_DIR_IS_SYSTEM
+
+
+def plugin_dir() -> str:
+    """The directory that holds the plugin pyust's commands use (`pyust plugin-path`: for
+    `babeltrace2 --plugin-path DIR`). Raises BabeltraceError when it is nowhere pyust
+    looks, or PYUST_PLUGIN_PATH names something that is not a directory."""
+    candidates = plugin_dirs()
+    if not candidates:
+        installed, _ = _installed_plugin_dir()
+        candidates = [installed] if installed else []
+    for directory in candidates:
+        if os.path.isfile(os.path.join(directory, PLUGIN_FILE)):
+            return directory
+    if candidates:
+        raise BabeltraceError(f"{PLUGIN_FILE} is not in {os.pathsep.join(candidates)}: "
+                              "build pyust again (scripts/setup, or pip install)")
+    raise BabeltraceError(f"this pyust was built without its babeltrace2 plugin ({PLUGIN_FILE}): "
+                          "install libbabeltrace2-dev and build pyust again")
 
 
 def has_native_events(metadata_texts) -> bool:

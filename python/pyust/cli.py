@@ -1,4 +1,5 @@
-"""The `python -m pyust` command line: which command runs, and how its errors end.
+"""The `pyust` command line (also `python -m pyust`): which command runs, and how its
+errors end.
 
     python -m pyust [--c-calls] [--lines] [--fast] -- app.py args     hook only
     python -m pyust run [options] -- app.py args             session + hook
@@ -7,6 +8,7 @@
     python -m pyust top URL                                  a live session's hottest functions
     python -m pyust enable [VAR] / disable                   .pth activation
     python -m pyust cflags [--cython]                        flags for run --native
+    python -m pyust plugin-path                              where the babeltrace2 plugin is
 
 Each command is a module of pyust.commands with a main(argv); this module only picks
 it (imported when needed: `pyust report` loads nothing of run's) and ends its errors:
@@ -36,6 +38,8 @@ COMMANDS = {
     "disable": ("activation", "disable_main", "undo enable"),
     "cflags": ("cflags", "main", "compiler flags that instrument an extension for run "
                                  "--native"),
+    "plugin-path": ("plugin_path", "main", "the directory of pyust's babeltrace2 plugin, for "
+                                           "babeltrace2 --plugin-path"),
 }
 assert tuple(COMMANDS) == _runner.SUBCOMMANDS
 
@@ -44,20 +48,22 @@ Without a command, pyust only installs its hook and runs the program: record
 it with a session of your own:
   lttng create s && lttng enable-event -u 'python:*'
   lttng add-context -u -t vpid -t vtid && lttng start
-  python -m pyust -- app.py
+  {pyust} -- app.py
   lttng stop && lttng destroy
 
-Run `python -m pyust COMMAND --help` for a command's options. Manual pages:
+Run `{pyust} COMMAND --help` for a command's options. Manual pages:
 pyust(1) for the hook mode and the overview, pyust-COMMAND(1) for each command
 (pyust-enable(1) for disable), pyust-events(7) for the events.
 """
 
 
 def epilog() -> str:
-    """The commands, as `python -m pyust --help` lists them."""
+    """The commands, as `pyust --help` lists them."""
+    from .args import program
+
     lines = ["commands:"]
-    lines += [f"  {name:<9} {summary}" for name, (_, _, summary) in COMMANDS.items()]
-    return "\n".join(lines) + "\n" + _EPILOG_TAIL
+    lines += [f"  {name:<12} {summary}" for name, (_, _, summary) in COMMANDS.items()]
+    return "\n".join(lines) + "\n" + _EPILOG_TAIL.format(pyust=program())
 
 
 def main(argv: list | None = None) -> int:

@@ -268,6 +268,75 @@ def test_help_explains_every_command():
         assert option in run_help.stdout
 
 
+def pyust_command(directory: Path, name: str = "pyust") -> Path:
+    """The command Meson installs (python/command.py.in), bound to the interpreter under
+    test, as directory/name."""
+    template = (Path(__file__).resolve().parents[2] / "python" / "command.py.in").read_text()
+    command = directory / name
+    command.write_text(template.replace("@PYTHON@", PYTHON).replace("@COMMAND@", name))
+    command.chmod(0o755)
+    return command
+
+
+@pytest.mark.parametrize("name", ["pyust", "pyust-3.13"])
+def test_the_command_names_itself(tmp_path, name):
+    """Run as the pyust command, usage lines and messages say its name; `python -m pyust`
+    keeps its own."""
+    command = pyust_command(tmp_path, name)
+    top = subprocess.run([str(command), "--help"], capture_output=True, text=True,
+                         timeout=60, env=child_env())
+    assert top.returncode == 0, top.stderr
+    assert top.stdout.startswith(f"usage: {name} [-h]")
+    assert f"Run `{name} COMMAND --help`" in top.stdout
+    report = subprocess.run([str(command), "report", "--help"], capture_output=True, text=True,
+                            timeout=60, env=child_env())
+    assert report.stdout.startswith(f"usage: {name} report ")
+    wrong = subprocess.run([str(command), "run", "--bogus", "--", "x.py"], capture_output=True,
+                           text=True, timeout=60, env=child_env())
+    assert wrong.returncode == 2
+    assert wrong.stderr == (f"pyust: error: unrecognized arguments: --bogus "
+                            f"(see {name} run --help)\n")
+    module = run_pyust(["run", "--bogus", "--", "x.py"])
+    assert module.stderr.endswith("(see python -m pyust run --help)\n")
+
+
+def test_the_commands_hook_mode_runs_the_program_as_python_does(tmp_path):
+    """`pyust -- app.py` gives the program the sys.path and sys.orig_argv of `python app.py`:
+    the command's own directory is not on its path."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    command = pyust_command(bin_dir)
+    program = tmp_path / "app.py"
+    program.write_text("import sys\nprint(sys.path)\nprint(sys.orig_argv[1:], sys.argv)\n")
+    hooked = subprocess.run([str(command), "--", str(program), "a"], capture_output=True,
+                            text=True, timeout=60, env=child_env())
+    assert hooked.returncode == 0, hooked.stderr
+    assert hooked.stdout == run_plain([str(program), "a"]).stdout
+
+
+def test_plugin_path_is_where_babeltrace2_finds_the_plugin(tmp_path):
+    """`pyust plugin-path` prints the directory of the plugin pyust report uses, from which
+    babeltrace2 loads it; one line and status 1 where there is none."""
+    env = child_env()
+    env.pop("PYUST_PLUGIN_PATH", None)
+    built = Path(PYUST_PATH).parent / "src" / "plugin"
+    if not (built / "babeltrace-plugin-pyust.so").is_file():
+        pytest.skip(f"no plugin built in {built} (-Dplugin=disabled?)")
+    result = run_pyust(["plugin-path"], env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{built}\n"
+    listed = subprocess.run(["babeltrace2", "--omit-system-plugin-path", "--plugin-path",
+                             result.stdout.strip(), "list-plugins"], capture_output=True,
+                            text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert "pyust:" in listed.stdout and "sink.pyust.report" in listed.stdout
+    result = run_pyust(["plugin-path"], env=dict(env, PYUST_PLUGIN_PATH=str(tmp_path)))
+    assert result.returncode == 1
+    assert result.stderr == (f"pyust: error: babeltrace-plugin-pyust.so is not in {tmp_path}: "
+                             "build pyust again (scripts/setup, or pip install)\n")
+    assert "plugin-path" in run_pyust(["--help"]).stdout
+
+
 def test_enable_disable_pth(make_program, tmp_path, session):
     """`pyust enable VAR` traces every interpreter of the environment whose
     VAR is set; `disable` undoes it. The user site directory stands in for

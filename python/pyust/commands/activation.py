@@ -8,7 +8,7 @@ from .. import args as cli_args, pth
 
 def enable_main(argv: list) -> int:
     parser = cli_args.Parser(
-        prog="python -m pyust enable", man="pyust-enable",
+        prog=cli_args.program("enable"), man="pyust-enable",
         description=(
             "Write a .pth file into this interpreter's site-packages so that every "
             "Python of this environment starts tracing when VAR is set (to 1, or to "
@@ -27,7 +27,7 @@ def enable_main(argv: list) -> int:
 
 
 def disable_main(argv: list) -> int:
-    parser = cli_args.Parser(prog="python -m pyust disable", man="pyust-enable",
+    parser = cli_args.Parser(prog=cli_args.program("disable"), man="pyust-enable",
                      description="Remove the .pth file that `pyust enable` wrote.")
     parser.parse_args(argv)
     path = pth.disable()

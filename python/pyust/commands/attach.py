@@ -17,7 +17,7 @@ from . import live_options
 
 def _parser() -> argparse.ArgumentParser:
     parser = cli_args.Parser(
-        prog="python -m pyust attach", man="pyust-attach",
+        prog=cli_args.program("attach"), man="pyust-attach",
         description=(
             "Trace a Python process that is already running, from now until Ctrl-C, "
             "--duration or the process's exit: create an LTTng session recording that "

@@ -11,7 +11,7 @@ from .. import args as cli_args, native
 def main(argv: list) -> int:
     """`python -m pyust cflags [--cython]`: print the flags on one line."""
     parser = cli_args.Parser(
-        prog="python -m pyust cflags", man="pyust-cflags",
+        prog=cli_args.program("cflags"), man="pyust-cflags",
         description=(
             "Print the compiler flags that instrument an extension module's own "
             "functions for `pyust run --native` (-finstrument-functions), but not the "
@@ -20,7 +20,7 @@ def main(argv: list) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=("setuptools:  Extension(..., extra_compile_args=FLAGS)\n"
                 "meson:       c_args: FLAGS in the extension_module()\n"
-                "shell:       CFLAGS=\"$(python3 -m pyust cflags)\" pip install ."),
+                f"shell:       CFLAGS=\"$({cli_args.program('cflags')})\" pip install ."),
     )
     parser.add_argument("--cython", action="store_true",
                         help="also leave out Cython's own helper functions (__Pyx_*, and its "

@@ -12,7 +12,7 @@ def main(argv: list, epilog: str) -> int:
     """The hook mode, parsed by argparse: reached only when pyust._runner's
     own parser declines (--help, abbreviations, mistakes)."""
     parser = cli_args.Parser(
-        prog="python -m pyust",
+        prog=cli_args.program(),
         description="Trace a Python program into LTTng (provider `python`).",
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -128,7 +128,7 @@ quietly, as it ends `cat` (killed by SIGPIPE: status 141 in the shell).
 
 def _parser() -> argparse.ArgumentParser:
     parser = cli_args.Parser(
-        prog="python -m pyust report", man="pyust-report",
+        prog=cli_args.program("report"), man="pyust-report",
         description=textwrap.fill(
             "Rebuild the Python call stacks of LTTng traces recorded with pyust and "
             "write a report: the hottest functions (default), call trees, per-line "

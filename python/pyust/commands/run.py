@@ -33,7 +33,7 @@ def main(argv: list) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = cli_args.Parser(
-        prog="python -m pyust run", man="pyust-run",
+        prog=cli_args.program("run"), man="pyust-run",
         description=(
             "Create an LTTng session, record the program's python:* events (with the "
             "vpid and vtid contexts; the processes of the user running pyust only, "
@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     live_options.add(parser)
     parser.add_argument("--native", action="store_true",
                         help="also record the native frames of extensions built with "
-                             "`python -m pyust cflags` (preloads liblttng-ust-dl and "
+                             f"`{cli_args.program('cflags')}` (preloads liblttng-ust-dl and "
                              "liblttng-ust-cyg-profile; a second channel, pyust-native, "
                              "with the ip context that babeltrace2's debug-info needs)")
     parser.add_argument("--kernel", action="store_true",

@@ -65,7 +65,7 @@ def _rows_arg(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = cli_args.Parser(
-        prog="python -m pyust top", man="pyust-top",
+        prog=cli_args.program("top"), man="pyust-top",
         description=textwrap.fill(
             "Show the hottest functions of a live LTTng session (pyust run --live), "
             "refreshed every second, read from its relay daemon by babeltrace2's live "
