@@ -1,6 +1,7 @@
 """Run a target program in this interpreter under the hook, as Python would.
 
-`python -m pyust -- app.py args` must behave like `python app.py args`:
+`python -m pyust -- app.py args` must behave like `python app.py args` (and `-m module
+args`, `-c CODE args` like `python -m module args`, `python -c CODE args`):
 same sys.argv, same __main__ module (__name__, __file__, __spec__), same
 sys.path[0], same traceback text and exit status for an unhandled exception,
 same message and status when the script or module does not exist.
@@ -30,6 +31,12 @@ SUBCOMMANDS = ("run", "attach", "report", "top", "enable", "disable", "cflags", 
 _HOOK_FLAGS = {"--c-calls": "c_calls", "--lines": "lines", "--fast": "fast",
                "--no-dormant": "no_dormant"}
 _HOOK_VALUES = ("--modules", "--exclude")
+
+# python's own options, which may come before the program under pyust run (`pyust run --
+# -X dev app.py`: they go to the program's interpreter): those taking a value, attached
+# or not (-Xdev, -W error), and the flags, which may be combined (-Bu).
+_PYTHON_VALUE_OPTIONS = ("-X", "-W")
+_PYTHON_FLAGS = set("bBdEIOPqRsSuv")
 
 # Keeps pyust's own __main__ module alive once the program's replaces it in
 # sys.modules: its functions are running.
@@ -87,6 +94,21 @@ def parse_hook_options(argv: list):
     return (options, target) if target else None
 
 
+def split_python_options(argv: list) -> tuple:
+    """(python's options, the program) of a target: `-X dev -B app.py args` ->
+    (["-X", "dev", "-B"], ["app.py", "args"])."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word[:2] in _PYTHON_VALUE_OPTIONS:
+            index += 1 if len(word) > 2 else 2
+        elif len(word) > 1 and word[0] == "-" and set(word[1:]) <= _PYTHON_FLAGS:
+            index += 1
+        else:
+            break
+    return argv[:index], argv[index:]
+
+
 def main(argv=None, tally=None) -> int:
     """`python -m pyust [hook options] -- PROGRAM` (and the `pyust` command, with argv
     None: sys.argv[1:]): run PROGRAM under the hook;
@@ -127,6 +149,14 @@ def run_hook(options: dict, target_argv: list, tally=None) -> int:
     """Run the target under the hook with options (parse_hook_options'),
     counting its events in tally's directory when given."""
     _forget_own_modules()
+    python_options, program = split_python_options(target_argv)
+    if python_options:
+        # This interpreter runs already: its options were given before -m pyust.
+        options_text = " ".join(python_options)
+        print(f"pyust: error: {options_text}: python's options go before -m pyust "
+              f"(python3 {options_text} -m pyust -- PROGRAM), or after `pyust run --`",
+              file=sys.stderr)
+        return 2
     import pyust
 
     try:
@@ -232,6 +262,22 @@ def _script_target(path: str, args: list) -> Target:
     return Target(code, main_globals, [path, *args], os.path.dirname(os.path.realpath(path)))
 
 
+def _code_target(source: str, args: list) -> Target:
+    # As `python -c CODE`: the code is "<string>", __main__ has no __file__, and
+    # sys.path[0] is ''.
+    try:
+        code = compile(source, "<string>", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        _reraise_as_untraced(error, None)
+    main_globals = _new_main(
+        __name__="__main__",
+        __loader__=sys.modules["_frozen_importlib"].BuiltinImporter,
+        __package__=None,
+        __spec__=None,
+    )
+    return Target(code, main_globals, ["-c", *args], "")
+
+
 def _is_zip(path: str) -> bool:
     # What python asks: does the zip importer take it? (zipimport is loaded
     # at start-up; zipfile is not.)
@@ -245,18 +291,25 @@ def _is_zip(path: str) -> bool:
 
 
 def prepare(argv: list) -> Target:
-    """Build the target from `app.py args` or `-m module args`.
+    """Build the target from `app.py args`, `-m module args` or `-c CODE args` (the
+    option's value may be attached, as python takes it: -mjson.tool).
 
-    Raises TargetError for a file or module that does not exist.
+    Raises TargetError for a file or module that does not exist, or a -m or -c
+    without its value.
     """
     original_args = sys.argv[1:]
     command = _command_path()
     if command and sys.path and sys.path[0] == os.path.dirname(command):
         del sys.path[0]  # the pyust command's directory, which `python PROGRAM` has not
-    if argv[0] == "-m":
-        if len(argv) < 2:
-            raise TargetError(f"{sys.executable}: -m needs a module name", 2)
-        target = _module_target(argv[1], argv[2:])
+    option = argv[0][:2]
+    if option in ("-m", "-c"):
+        if len(argv[0]) > 2:
+            value, args = argv[0][2:], argv[1:]
+        elif len(argv) > 1:
+            value, args = argv[1], argv[2:]
+        else:
+            raise TargetError(f"Argument expected for the {option} option", 2)
+        target = (_module_target if option == "-m" else _code_target)(value, args)
     else:
         target = _script_target(argv[0], argv[1:])
     sys.argv[:] = target.argv

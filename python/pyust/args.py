@@ -78,7 +78,9 @@ def add_hook_options(parser: argparse.ArgumentParser) -> None:
                              "(by default they are removed then, and come back within 100 ms "
                              "of a session starting to record python:*)")
     parser.add_argument("target", nargs=argparse.REMAINDER,
-                        help="the program: script.py args, or -m module args (after --)")
+                        help="the program (after --): script.py args, -m module args or -c "
+                             "CODE args, as python takes them; under run, python's own "
+                             "options may come first (-- -X dev app.py)")
 
 
 def add_start_timeout(parser: argparse.ArgumentParser, who: str) -> None:
@@ -132,7 +134,8 @@ def split_target(args: argparse.Namespace, prog: str) -> list:
     if target and target[0] == "--":
         target = target[1:]
     if not target:
-        raise UsageError(f"no program to run: {prog} -- script.py [args] or -- -m module [args]")
+        raise UsageError(f"no program to run: {prog} -- script.py [args], -- -m module [args] "
+                         "or -- -c CODE [args]")
     return target
 
 

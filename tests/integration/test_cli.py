@@ -70,6 +70,17 @@ def test_run_module_target(tmp_path):
     assert any(e["fields"]["name"] == "g" for e in read_trace(out).of("python:call"))
 
 
+def test_run_code_with_python_options(tmp_path):
+    """`pyust run -- -X dev -c CODE args` runs as `python3 -X dev -c CODE args` does (it
+    said "can't open file '-X'")."""
+    code = "import sys\ndef f():\n    return sys.flags.dev_mode\nprint(f(), sys.argv)\n"
+    out = tmp_path / "trace"
+    result = run_pyust(["run", "-o", str(out), "--", "-X", "dev", "-c", code, "a"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "True ['-c', 'a']\n"
+    assert any(e["fields"]["name"] == "f" for e in read_trace(out).of("python:call"))
+
+
 def test_run_killed_by_a_signal_dies_the_same_way(make_program, tmp_path):
     program = make_program("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n")
     name = unique_name("sig")
@@ -123,6 +134,7 @@ def test_ctrl_c_while_running_cleans_up(make_program, tmp_path):
     (["run", "--bogus", "--", "x.py"], 2, "unrecognized arguments: --bogus"),
     (["run"], 2, "no program to run"),
     (["--bogus-hook-option", "--", "x.py"], 2, "unrecognized arguments"),
+    (["--", "-X", "dev", "x.py"], 2, "python's options go before -m pyust"),
     (["run", "--num-subbuf", "1", "--", "x.py"], 2, "--num-subbuf must be at least 2"),
     (["enable", "BAD-NAME"], 1, "is not an environment variable name"),
 ])

@@ -19,7 +19,7 @@ from lttng_harness import PYTHON, RUN_TIMEOUT, child_env, run_pyust, unique_name
 PROBE = """\
 import sys, json
 print(json.dumps({"modules": sorted(m for m in sys.modules if m != "json" and not m.startswith("json.")),
-                  "file": __file__, "argv": sys.argv, "orig_argv": sys.orig_argv[1:],
+                  "file": globals().get("__file__"), "argv": sys.argv, "orig_argv": sys.orig_argv[1:],
                   "path0": sys.path[0], "name": __name__, "spec": repr(__spec__),
                   "builtins": repr(__builtins__)}))
 """
@@ -55,8 +55,9 @@ def program(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("target", [["probe.py", "a"], ["-m", "probepkg.probe", "a"]],
-                         ids=["script", "module"])
+@pytest.mark.parametrize("target", [["probe.py", "a"], ["-m", "probepkg.probe", "a"],
+                                    ["-c", PROBE, "a"]],
+                         ids=["script", "module", "code"])
 @pytest.mark.parametrize("how", ["hook", "run"])
 def test_program_starts_as_untraced(program, tmp_path, target, how):
     untraced = _probe([PYTHON, *target], program)
@@ -77,7 +78,7 @@ def test_program_starts_as_untraced(program, tmp_path, target, how):
         assert traced[key] == untraced[key], key
     assert traced["spec"].replace("0x", "") .split(" at ")[0] == \
         untraced["spec"].replace("0x", "").split(" at ")[0]
-    if target[0] != "-m":
+    if target[0] not in ("-m", "-c"):
         assert os.path.isabs(traced["file"])
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 
 from .. import args as cli_args, babeltrace, children, lttng, sessiond, tally
-from .. import START_TIMEOUT_VARIABLE
+from .. import START_TIMEOUT_VARIABLE, _runner
 from ..args import UsageError
 from . import live_options
 
@@ -94,11 +94,15 @@ def _parser() -> argparse.ArgumentParser:
 def _run(argv: list) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    target = cli_args.split_target(args, parser.prog)
+    # python's own options before the program (-X dev) go to the program's interpreter.
+    python_options, target = _runner.split_python_options(
+        cli_args.split_target(args, parser.prog))
+    if not target:
+        raise UsageError(f"no program after python's options {' '.join(python_options)}")
     _check_options(args)
     knows_formats = lttng.knows_trace_formats()
     trace_format = cli_args.trace_format(args, knows_formats)
-    if _is_missing_script(target):
+    if _is_missing_program(target):
         return 2
     sessiond.check_not_stopped(sessiond.current())  # else every lttng command would wait
     relay = live_options.relay(args)
@@ -145,7 +149,8 @@ def _run(argv: list) -> int:
             status = _run_child(target, cli_args.hook_flags(args), guard, blocking=args.no_discard,
                                 native=args.native, spawn=plan.recorder and plan.recorder.spawn,
                                 kids=kids, tally=counter and counter.directory,
-                                start_timeout=args.start_timeout)
+                                start_timeout=args.start_timeout,
+                                python_options=python_options)
         finally:
             if plan.recorder:
                 plan.recorder.stop()
@@ -181,10 +186,14 @@ def _run(argv: list) -> int:
     return exit_like(status)
 
 
-def _is_missing_script(target: list) -> bool:
-    """Whether the program is a script that does not exist; if so, prints Python's own
-    message for it (whose status is 2), before any session."""
-    if target[0] == "-m" or os.path.exists(target[0]):
+def _is_missing_program(target: list) -> bool:
+    """Whether the program is a script that does not exist, or a -m or -c without its
+    value; if so, prints Python's own message for it (whose status is 2), before any
+    session."""
+    if target[0] in ("-m", "-c") and len(target) == 1:
+        print(f"Argument expected for the {target[0]} option", file=sys.stderr)
+        return True
+    if target[0][:2] in ("-m", "-c") or os.path.exists(target[0]):
         return False
     filename = os.path.join(os.getcwd(), target[0])
     program = (getattr(sys, "orig_argv", None) or [sys.executable])[0]
@@ -325,7 +334,7 @@ def _daemon_failure(daemon, session, shm_path: str | None) -> list:
 
 def _run_child(target: list, hook_flags: list, guard: "SignalGuard", *, blocking: bool,
                native: bool = False, spawn=None, kids=None, tally: str | None = None,
-               start_timeout: float = 0) -> int:
+               start_timeout: float = 0, python_options: list = ()) -> int:
     """Run the program in a child interpreter under the hook; its status.
 
     The terminating signals sent to pyust run while the program runs go to
@@ -335,7 +344,8 @@ def _run_child(target: list, hook_flags: list, guard: "SignalGuard", *, blocking
     have reached the program already and are not sent twice. With `kids`,
     the program's Python children are traced too (children.py). With `tally`,
     the program counts its events there (pyust.tally). start_timeout: how long each
-    traced process waits for the session before its first line (pyust._start_timeout)."""
+    traced process waits for the session before its first line (pyust._start_timeout).
+    python_options: python's own, for the program's interpreter (-X dev)."""
     env = dict(os.environ)
     env[START_TIMEOUT_VARIABLE] = f"{start_timeout:g}"
     if blocking:
@@ -346,7 +356,7 @@ def _run_child(target: list, hook_flags: list, guard: "SignalGuard", *, blocking
         env = native.preload_env(env)
     if kids is not None:
         env = kids.environ(env)
-    command = child_command(hook_flags, target, tally)
+    command = child_command(hook_flags, target, tally, python_options)
     # The child gets every signal's disposition and mask as pyust run got them:
     # the guard's handlers are reset by exec, and the signals are blocked only
     # once it runs (one that comes during the spawn is kept and passed on).
@@ -456,14 +466,15 @@ class SignalGuard:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, self.waited)
 
 
-def child_command(hook_flags: list, target: list, tally: str | None = None) -> list:
-    """The command of the child interpreter: `python -m pyust [hook options] --
-    PROGRAM`, but started with -c: -m would import runpy and its 18 modules
+def child_command(hook_flags: list, target: list, tally: str | None = None,
+                  python_options: list = ()) -> list:
+    """The command of the child interpreter: `python [python_options] -m pyust [hook
+    options] -- PROGRAM`, but started with -c: -m would import runpy and its 18 modules
     into the program before its first line (pyust._runner then makes
     sys.argv, sys.orig_argv, sys.path[0] and __main__ what `python PROGRAM`
     makes them). tally: the directory where it counts its events."""
     code = _CHILD_CODE % (f", tally={tally!r}" if tally else "")
-    return [sys.executable, "-c", code, *hook_flags, "--", *target]
+    return [sys.executable, *python_options, "-c", code, *hook_flags, "--", *target]
 
 
 _CHILD_CODE = "import sys; from pyust._runner import main; sys.exit(main(sys.argv[1:]%s))"
