@@ -198,6 +198,14 @@ def session_output(name: str) -> str | None:
     return None
 
 
+def default_output(directory_name: str) -> str:
+    """Where `lttng create` writes a session's trace when told no output, in directory
+    directory_name (lttng's is NAME-DATE-TIME): under $LTTNG_HOME, else the home directory,
+    as lttng finds them."""
+    home = os.environ.get("LTTNG_HOME") or os.path.expanduser("~")
+    return os.path.join(home, "lttng-traces", directory_name)
+
+
 def destroy_session(name: str) -> None:
     """Destroys session `name` if it exists; a failure is not raised (clean-up)."""
     _run(["destroy", name])

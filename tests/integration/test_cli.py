@@ -53,6 +53,25 @@ def test_run_traces_and_summarises(make_program, tmp_path):
     _no_session_left(name)
 
 
+def test_default_output_is_named_with_one_date(make_program, tmp_path):
+    """Without -o, the trace goes where lttng puts it, $LTTNG_HOME/lttng-traces, named
+    pyust-PID-DATE-TIME, or NAME-DATE-TIME for --name NAME (it was
+    pyust-PID-DATE-TIME-DATE-TIME: lttng added a date to pyust's name)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: a user's LTTNG_HOME would move the session daemon too")
+    program = make_program(SIMPLE)
+    env = child_env(LTTNG_HOME=str(tmp_path))
+    name = unique_name("dated")
+    for args, pattern in (([], r"pyust-\d+"), (["--name", name], re.escape(name))):
+        result = run_pyust(["run", *args, "--", program], env=env)
+        assert result.returncode == 0, result.stderr
+        trace, = (tmp_path / "lttng-traces").iterdir()
+        assert re.fullmatch(pattern + r"-\d{8}-\d{6}", trace.name)
+        assert f"pyust: trace in {trace}: " in result.stderr
+        assert [e for e in read_trace(trace).of("python:call") if e["fields"]["name"] == "f"]
+        shutil.rmtree(trace)
+
+
 def test_run_passes_exit_status_and_options(make_program, tmp_path):
     program = make_program("import sys\nlen('x')\nsys.exit(7)\n")
     out = tmp_path / "trace"

@@ -36,9 +36,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="trace directory, created private (0700); it must not exist or "
                              "be empty, and not be a symbolic link; it and its parents must be "
                              "yours or root's and writable by nobody else (a parent may be if "
-                             "sticky, as /tmp) (default: lttng's, "
-                             "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
-    parser.add_argument("--name", help="session name (default: pyust-attach-PID-TIME)")
+                             "sticky, as /tmp) (default: as lttng names it, "
+                             "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME, or "
+                             "pyust-attach-PID-DATE-TIME without --name)")
+    parser.add_argument("--name", help="session name (default: pyust-attach-PID-DATE-TIME)")
     parser.add_argument("--duration", type=float, metavar="SECONDS",
                         help="record for this long, then detach (default: until Ctrl-C or "
                              "the process's exit)")
@@ -73,7 +74,8 @@ def main(argv: list) -> int:
     sessiond.check_not_stopped(sessiond.current())
     relay = live_options.relay(args)
     output = cli_args.output_directory(args.output) if args.output else None
-    name = args.name or f"pyust-attach-{args.pid}-{time.strftime('%Y%m%d-%H%M%S')}"
+    stamp = time.strftime('%Y%m%d-%H%M%S')
+    name = args.name or f"pyust-attach-{args.pid}-{stamp}"
     sessiond.ensure_running()
     recorder = None
     if args.kernel:
@@ -86,7 +88,9 @@ def main(argv: list) -> int:
                 for signum in handled}
     recording = _Recording(target, recorder, relay)
     try:
-        recording.open(name, output, trace_format,
+        # Without --output, lttng's directory, with one date (pyust's names have it).
+        recording.open(name, output or (None if relay else lttng.default_output(
+            f"{args.name}-{stamp}" if args.name else name)), trace_format,
                        lttng.ChannelConfig(subbuf_size=args.subbuf_size,
                                            num_subbuf=args.num_subbuf))
         recording.attach(dict(cli_args.hook_options(args), start_wait=args.start_timeout),

@@ -46,9 +46,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="trace directory, created private (0700); it must not exist or "
                              "be empty, and not be a symbolic link; it and its parents must be "
                              "yours or root's and writable by nobody else (a parent may be if "
-                             "sticky, as /tmp) (default: lttng's, "
-                             "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME)")
-    parser.add_argument("--name", help="session name (default: pyust-PID-TIME)")
+                             "sticky, as /tmp) (default: as lttng names it, "
+                             "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME, or "
+                             "pyust-PID-DATE-TIME without --name)")
+    parser.add_argument("--name", help="session name (default: pyust-PID-DATE-TIME)")
     cli_args.add_channel_options(parser, lttng.TRACE_FORMATS)
     parser.add_argument("--no-discard", action="store_true",
                         help="make the program wait for buffer space instead of letting "
@@ -213,18 +214,23 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 class _Plan:
-    """The session a run records into, as its options ask: where, in what format, with which
-    channels; recorder is the kernel's (--kernel) once chosen."""
+    """The session a run records into, as its options ask: where (output: --output, else
+    lttng's directory for it, named as lttng names it, but with one date: pyust's own
+    session names have it already; None for a relay daemon's session), in what format, with
+    which channels; recorder is the kernel's (--kernel) once chosen."""
 
     def __init__(self, args: argparse.Namespace, relay, output: str | None,
                  shm_path: str | None, trace_format: str | None, knows_formats: bool):
         self.args = args
         self.relay = relay
+        stamp = time.strftime('%Y%m%d-%H%M%S')
+        self.name = args.name or f"pyust-{os.getpid()}-{stamp}"
+        if output is None and relay is None:
+            output = lttng.default_output(f"{args.name}-{stamp}" if args.name else self.name)
         self.output = output
         self.shm_path = shm_path
         self.trace_format = trace_format
         self.knows_formats = knows_formats
-        self.name = args.name or f"pyust-{os.getpid()}-{time.strftime('%Y%m%d-%H%M%S')}"
         self.config = lttng.ChannelConfig(subbuf_size=args.subbuf_size,
                                           num_subbuf=args.num_subbuf, blocking=args.no_discard,
                                           overwrite=args.snapshot,
