@@ -107,5 +107,9 @@ class Tally:
                 total += sum(_WORDS.unpack_from(data))
         return total if found else None
 
+    def processes(self) -> int:
+        """How many processes counted their events here."""
+        return len({pid for pid, _ in self._files()})
+
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)

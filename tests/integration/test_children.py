@@ -271,7 +271,7 @@ SUMMARY = """\
 def test_summary_counts_processes_and_nothing_is_left(tmp_path):
     """The program, its child and grandchild: '3 processes traced' at the end of the summary
     (with --no-count too); the private directory is gone afterwards; with --no-children, the
-    summary does not count."""
+    program alone. One wording with every option (--no-count, --no-children changed it)."""
     done, _, tmpdir = _run(tmp_path, SUMMARY)
     assert done.returncode == 0, done.stderr
     assert re.search(r": \d+ events recorded, 0 discarded by LTTng; 3 processes traced, \S+'s processes only\n\Z",
@@ -280,13 +280,13 @@ def test_summary_counts_processes_and_nothing_is_left(tmp_path):
     (tmp_path / "second").mkdir()
     alone, _, _ = _run(tmp_path / "second", SUMMARY, "--no-children")
     assert alone.returncode == 0, alone.stderr
-    assert re.search(r" discarded by LTTng, \S+'s processes only\n\Z", alone.stderr), alone.stderr
+    assert re.search(r": \d+ events recorded, 0 discarded by LTTng; 1 process traced, "
+                     r"\S+'s processes only\n\Z", alone.stderr), alone.stderr
     (tmp_path / "third").mkdir()
     uncounted, _, _ = _run(tmp_path / "third", SUMMARY, "--no-count")
     assert uncounted.returncode == 0, uncounted.stderr
-    assert re.search(r", 0 discarded by LTTng; 3 processes traced, \S+'s processes only\n\Z",
-                     uncounted.stderr), \
-        uncounted.stderr
+    assert re.search(r": events not counted \(--no-count\), 0 discarded by LTTng; 3 processes "
+                     r"traced, \S+'s processes only\n\Z", uncounted.stderr), uncounted.stderr
 
 
 UNTRACED_CHILDREN = """\

@@ -178,6 +178,8 @@ def _run(argv: list) -> int:
         finally:
             processes = children.finish(kids)
             if counter:
+                if processes is None:  # --no-children: the program and its forks counted
+                    processes = counter.processes()
                 counter.remove()
             # A signal that came once the program had ended, while the session was
             # stopped and destroyed, ends pyust run now, by that signal.
@@ -302,15 +304,19 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
     elif not no_count:
         # (The fast mode's discarded events are batches of records: the trace says how many.)
         recorded = babeltrace.count_events(session.path, fast=args.fast)
+    # One wording whatever the options: only the words of what was not counted change.
     kind = "snapshot (the latest events)" if args.snapshot else "trace"
-    summary = f"pyust: {kind} in {session.path}"
     if recorded is not None:
-        summary += f": {recorded} events recorded"
-    elif not no_count:
-        summary += ": events not counted (babeltrace2 missing or failed)"
-    summary += f", {lttng.discarded_text(discarded)}"
-    summary += children.traced(processes)
-    summary += f", {cli_args.user_name(os.getuid())}'s processes only"
+        counted = f"{recorded} events recorded"
+    elif args.no_count:
+        counted = "events not counted (--no-count)"
+    elif no_count:
+        counted = "events not counted (the relay daemon's trace, read where it runs)"
+    else:
+        counted = "events not counted (babeltrace2 missing or failed)"
+    summary = (f"pyust: {kind} in {session.path}: {counted}, {lttng.discarded_text(discarded)}"
+               f"{children.traced(processes)}, {cli_args.user_name(os.getuid())}'s processes "
+               "only")
     lines.append(summary)
     if discarded:
         what = "batches of records (fast mode)" if args.fast else "events"
