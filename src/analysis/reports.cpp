@@ -88,7 +88,8 @@ std::string xml_text(const std::string& text)
 constexpr std::size_t max_title_command = 160;
 
 // A command line (python:process) as a title: its program by its base name
-// ("/usr/bin/python3 app.py" reads "python3 app.py"), cut at max_title_command bytes.
+// ("/usr/bin/python3 app.py" reads "python3 app.py"), cut at max_title_command bytes,
+// readable() (its ';' kept, a line feed written \n).
 std::string command_title(std::string_view command)
 {
     if (!command.empty() && command[0] != '\'') {
@@ -98,11 +99,11 @@ std::string command_title(std::string_view command)
             command.remove_prefix(slash + 1);
     }
     if (command.size() <= max_title_command)
-        return printable(command);
+        return readable(command);
     std::size_t end = max_title_command;
     while (end > 0 && (static_cast<unsigned char>(command[end]) & 0xc0) == 0x80)
         --end; // not inside a character
-    return printable(command.substr(0, end)) + "...";
+    return readable(command.substr(0, end)) + "...";
 }
 
 } // namespace
@@ -198,9 +199,9 @@ void name_processes(const StackModel& model, const std::map<std::int64_t, std::s
             continue; // named by its command line
         std::string name;
         if (const auto it = procnames.find(pid); it != procnames.end())
-            name = printable(it->second);
+            name = readable(it->second);
         if (const auto it = scripts.find(pid); it != scripts.end())
-            name += (name.empty() ? "" : " ") + printable(it->second);
+            name += (name.empty() ? "" : " ") + readable(it->second);
         if (!name.empty())
             options.processes[pid] = name;
     }

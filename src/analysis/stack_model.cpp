@@ -85,13 +85,20 @@ std::string valid_utf8(std::string_view text)
     return out;
 }
 
-std::string printable(std::string_view name)
+namespace {
+
+// printable() and readable(): is_prose keeps ';' and writes \n, \t, \r as C does.
+std::string escaped(std::string_view name, bool is_prose)
 {
     std::string out;
     out.reserve(name.size());
     for (std::size_t i = 0; i < name.size();) {
         const std::size_t length = utf8_length(name, i);
-        if (length == 0 || is_escaped(name, i, length)) {
+        const char c = name[i];
+        if (is_prose && length == 1 && (c == ';' || c == '\n' || c == '\t' || c == '\r')) {
+            out += c == ';' ? ";" : c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
+            ++i;
+        } else if (length == 0 || is_escaped(name, i, length)) {
             for (const std::size_t end = i + std::max<std::size_t>(length, 1); i < end; ++i)
                 append_escape(out, static_cast<unsigned char>(name[i]));
         } else {
@@ -100,6 +107,18 @@ std::string printable(std::string_view name)
         }
     }
     return out;
+}
+
+} // namespace
+
+std::string printable(std::string_view name)
+{
+    return escaped(name, false);
+}
+
+std::string readable(std::string_view text)
+{
+    return escaped(text, true);
 }
 
 const char* gap_kind_name(GapKind kind) noexcept

@@ -30,6 +30,12 @@ namespace pyust::analysis {
 // its JSON valid JSON and its SVG valid XML. Throws std::bad_alloc.
 std::string printable(std::string_view name);
 
+// printable() for text read as prose, a process's title (its command line): ';' kept, and a
+// line feed, tab or carriage return written \n, \t, \r, as a shell or Python writes them,
+// so that the title stays one line. The folded format, whose frames ';' separates, passes a
+// title through printable() as well. Throws std::bad_alloc.
+std::string readable(std::string_view text);
+
 // text with every byte that is not part of valid UTF-8 as a \xNN escape, and nothing else
 // changed. Throws std::bad_alloc.
 std::string valid_utf8(std::string_view text);

@@ -115,6 +115,16 @@ TEST_CASE("processes are titled by their command lines, program by its base name
     CHECK(process_title(old, 7) == "pid 7 (python3)");
 }
 
+TEST_CASE("a title keeps its ';' and writes a line feed \\n: one line, as typed")
+{
+    StackModel model = two_calls();
+    model.finish();
+    ReportOptions options;
+    name_processes(model, {{7, "/usr/bin/python3 -c 'import sys; f()\n\tg()' a"}}, {}, {},
+                   options);
+    CHECK(process_title(options, 7) == "pid 7 (python3 -c 'import sys; f()\\n\\tg()' a)");
+}
+
 TEST_CASE("a title is valid UTF-8 whatever the trace holds")
 {
     StackModel model = two_calls();
