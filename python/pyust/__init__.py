@@ -10,10 +10,12 @@ an LTTng session (``lttng create``, ``lttng enable-event -u 'python:*'``,
 
 Importing this package is cheap: the native hook (and with it liblttng-ust,
 which registers the process with the session daemon) loads on first use.
-It imports no more than the hook needs (threading, atexit): the hook mode and
-the .pth start programs after importing it, and a program must start with the
-modules it has untraced. (Hence no `from __future__ import`, no typing, no
-contextlib.)
+It imports no more than the hook needs (atexit): the hook mode and the .pth
+start programs after importing it, and a program must start with the modules it
+has untraced. (Hence no `from __future__ import`, no typing, no contextlib, and
+no threading: with threading imported, the interpreter runs threading._shutdown
+at exit, whose calls were in the profile of every program, threads or not; pyust
+waits for the program's own import of threading, _ThreadingWatcher.)
 
 The package's layers, each importing only from the layers below it and never
 another module's private names:
@@ -31,10 +33,10 @@ another module's private names:
   __main__ through _runner to it).
 """
 
+import _thread
 import atexit
 import os
 import sys
-import threading
 
 # One line, not a traceback, on an interpreter pyust does not support: named after the
 # package, the error is what `python3.9 -m pyust` prints as the reason it cannot run.
@@ -63,7 +65,7 @@ class TracerError(RuntimeError):
 
 
 _hook = None
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 
 
 def _load():
@@ -131,6 +133,12 @@ def _wrap_thread_bootstrap() -> None:
     global _bootstrap_inner
     if _bootstrap_inner is not None:
         return
+    threading = sys.modules.get("threading")
+    if threading is None:  # wrapped once the program imports threading
+        _ThreadingWatcher.find_spec = staticmethod(_hook.find_threading_spec)
+        if _threading_watcher not in sys.meta_path:
+            sys.meta_path.insert(0, _threading_watcher)
+        return
     original = _bootstrap_inner = threading.Thread._bootstrap_inner
 
     def _pyust_bootstrap_inner(self):
@@ -146,6 +154,44 @@ def _wrap_thread_bootstrap() -> None:
         original(self)
 
     threading.Thread._bootstrap_inner = _pyust_bootstrap_inner
+
+
+class _ThreadingWatcher:
+    """A meta path finder while threading is not imported (as _greenlet's for greenlet): its
+    find_spec, set by _wrap_thread_bootstrap(), is pyust._native.find_threading_spec, a C
+    function that hands threading's import over to _threading_spec(), and makes the other
+    imports run no Python code of pyust's."""
+
+    __slots__ = ()
+    find_spec = None
+
+
+_threading_watcher = _ThreadingWatcher()
+
+
+def _threading_spec(name):
+    """threading's spec, its loader set to wrap Thread._bootstrap_inner once the module is
+    made; the watcher leaves."""
+    try:
+        sys.meta_path.remove(_threading_watcher)
+    except ValueError:
+        pass
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        spec = find(name, None, None) if find is not None else None
+        if spec is not None:
+            break
+    else:
+        return None
+    exec_module = getattr(spec.loader, "exec_module", None)
+    if exec_module is not None and not isinstance(spec.loader, type):  # not a class's
+
+        def exec_then_wrap(module):
+            exec_module(module)
+            _wrap_thread_bootstrap()
+
+        spec.loader.exec_module = exec_then_wrap
+    return spec
 
 
 def _prefixes(value) -> list:
@@ -200,7 +246,12 @@ def start(*, modules=None, exclude=None, c_calls: bool = False, lines: bool = Fa
         raise TracerError("Cannot start tracing: pyust is already tracing; call pyust.stop() first")
     # Everything Python-level happens before the hook goes on, so that none
     # of pyust's own calls lands in the trace.
-    names = [(t.native_id, t.name) for t in threading.enumerate() if t.native_id is not None]
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        names = [(t.native_id, t.name) for t in threading.enumerate()
+                 if t.native_id is not None]
+    else:  # no other thread of threading's; the main thread gets the name it would have
+        names = [(_thread.get_native_id(), "MainThread")]
     # Each new thread names itself, and up to 3.11 moves itself onto the C
     # hook (sys.monitoring and the eval-frame function cover every thread).
     _wrap_thread_bootstrap()
@@ -272,6 +323,8 @@ def stop() -> None:
         return
     _hook.stop()
     _greenlet.uninstall()
+    if _threading_watcher in sys.meta_path:
+        sys.meta_path.remove(_threading_watcher)
 
 
 def is_active() -> bool:

@@ -14,7 +14,7 @@ The program must also start with the modules an untraced run has, plus the
 fewest of pyust's own: their import cost belongs to the program's profile,
 and import-order-sensitive code must see what it sees untraced. So this
 module, pyust and the native hook are all the hook mode loads before the
-program (with the interpreter's threading, which the hook needs): the hook
+program (not even threading: pyust waits for the program's import of it): the hook
 options are parsed here, by hand, and the command line (argparse,
 subprocess, ...) is imported only for the other commands, help and mistakes.
 No `from __future__ import` either: it imports the __future__ module.

@@ -159,6 +159,18 @@ PYBIND11_MODULE(_native, module)
         "(pyust._greenlet.find_spec). Native, so that the program's imports run no Python "
         "code of pyust's, which a trace function (debugger, coverage, trace) would step into.");
     module.def(
+        "find_threading_spec",
+        [](py::handle name, py::handle, py::handle) -> py::object {
+            if (!PyUnicode_Check(name.ptr()) ||
+                PyUnicode_CompareWithASCIIString(name.ptr(), "threading") != 0)
+                return py::none();
+            return py::module_::import("pyust").attr("_threading_spec")(name);
+        },
+        py::arg("name"), py::arg("path") = py::none(), py::arg("target") = py::none(),
+        "The find_spec of pyust's other sys.meta_path entry, while the program has not "
+        "imported threading: None but for threading (pyust._threading_spec). Native for the "
+        "reason find_greenlet_spec is.");
+    module.def(
         "leaving",
         [](py::object original, bool is_exec) {
             // A C function, so that a trace function (a debugger's) sees no frame of pyust's.

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from lttng_harness import RUN_TIMEOUT, folded, read_trace
-from report_harness import PYTHON, child_env, ok, one_error_line, report, trace_program
+from report_harness import (PYTHON, child_env, ok, one_error_line, profile_rows, report,
+                            trace_program)
 
 # 2,000 functions, each called once: a tree and a profile far bigger than a pipe's buffer.
 WIDE = "\n".join(f"def f{i}():\n    return {i}\n" for i in range(2000)) + "\n" + \
@@ -442,6 +443,15 @@ def test_processes_come_in_the_order_they_started(tmp_path):
     assert headers == [parent, child]
     merged = ok(path, "--merge-processes").splitlines()[0]
     assert merged.index(f"pid {parent} ") < merged.index(f"pid {child} "), merged
+
+
+def test_a_short_program_profiles_only_its_own_functions(tmp_path):
+    """pyust's own machinery leaves no row in the program's profile: a program that starts no
+    thread has no threading:_shutdown, Thread._stop or _maintain_shutdown_locks (the
+    interpreter ran threading._shutdown at exit because pyust had imported threading)."""
+    program, path = record(tmp_path, "def f():\n    return 1\nf()\nprint('hello')\n")
+    rows = profile_rows(ok(path, "--limit", "0"))
+    assert set(rows) == {"__main__:<module>", "__main__:f"}, rows
 
 
 SPAWN = """\
