@@ -47,6 +47,16 @@ bool may_exec(py::handle path)
     return is_executable;
 }
 
+// A native find_spec of pyust's sys.meta_path entries: None but for the module watched,
+// whose import pyust's Python function (in module) takes over.
+py::object watched_spec(py::handle name, const char* watched, const char* module,
+                        const char* function)
+{
+    if (!PyUnicode_Check(name.ptr()) || PyUnicode_CompareWithASCIIString(name.ptr(), watched) != 0)
+        return py::none();
+    return py::module_::import(module).attr(function)(name);
+}
+
 } // namespace
 
 PYBIND11_MODULE(_native, module)
@@ -148,11 +158,8 @@ PYBIND11_MODULE(_native, module)
         "(each the top frame of its stack, or None).");
     module.def(
         "find_greenlet_spec",
-        [](py::handle name, py::handle, py::handle) -> py::object {
-            if (!PyUnicode_Check(name.ptr()) ||
-                PyUnicode_CompareWithASCIIString(name.ptr(), "greenlet") != 0)
-                return py::none();
-            return py::module_::import("pyust._greenlet").attr("find_spec")(name);
+        [](py::handle name, py::handle, py::handle) {
+            return watched_spec(name, "greenlet", "pyust._greenlet", "find_spec");
         },
         py::arg("name"), py::arg("path") = py::none(), py::arg("target") = py::none(),
         "The find_spec of pyust's sys.meta_path entry: None but for greenlet "
@@ -160,11 +167,8 @@ PYBIND11_MODULE(_native, module)
         "code of pyust's, which a trace function (debugger, coverage, trace) would step into.");
     module.def(
         "find_threading_spec",
-        [](py::handle name, py::handle, py::handle) -> py::object {
-            if (!PyUnicode_Check(name.ptr()) ||
-                PyUnicode_CompareWithASCIIString(name.ptr(), "threading") != 0)
-                return py::none();
-            return py::module_::import("pyust").attr("_threading_spec")(name);
+        [](py::handle name, py::handle, py::handle) {
+            return watched_spec(name, "threading", "pyust", "_threading_spec");
         },
         py::arg("name"), py::arg("path") = py::none(), py::arg("target") = py::none(),
         "The find_spec of pyust's other sys.meta_path entry, while the program has not "
