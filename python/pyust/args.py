@@ -11,12 +11,10 @@ argparse type, argparse.ArgumentTypeError (which Parser turns into a UsageError)
 from __future__ import annotations
 
 import argparse
-import datetime as _datetime
 import os
 import re
 import stat
 import sys
-from decimal import Decimal, InvalidOperation
 
 
 class UsageError(Exception):
@@ -301,6 +299,8 @@ def _number_with_unit(text: str, default_unit: str):
     match = _NUMBER_WITH_UNIT.fullmatch(text)
     if not match:
         return None
+    from decimal import Decimal, InvalidOperation  # only report's and top's options need it
+
     sign, number, unit = match.groups()
     try:
         value = Decimal(number) * _DURATION_UNITS[unit or default_unit]
@@ -335,6 +335,8 @@ def parse_time(text: str, trace_start=None) -> int:
     if not match:
         raise ValueError(f"bad time {text!r}: expected ns (1795315016693230182), seconds "
                          "(1795315016.693230182), HH:MM[:SS[.N]] or YYYY-MM-DD HH:MM[:SS[.N]]")
+    import datetime as _datetime  # only report's times need it
+
     year, month, day, hour, minute, second, fraction = match.groups()
     if year is None:
         start = trace_start()

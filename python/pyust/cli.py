@@ -81,10 +81,6 @@ def main(argv: list | None = None) -> int:
             print(f"pyust: error: {error}", file=sys.stderr)
             return 2
     _stop_activation_tracing()
-    from .babeltrace import BabeltraceError
-    from .lttng import LttngError
-    from .pth import PthError
-
     module, function, _ = COMMANDS[argv[0]]
     command = getattr(importlib.import_module(f"pyust.commands.{module}"), function)
     try:
@@ -92,12 +88,28 @@ def main(argv: list | None = None) -> int:
     except UsageError as error:
         print(f"pyust: error: {error}", file=sys.stderr)
         return 2
-    except (LttngError, PthError, BabeltraceError) as error:
+    except Exception as error:
+        if not _is_failure(error):
+            raise
         print(f"pyust: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("pyust: interrupted", file=sys.stderr)
         return 130
+
+
+# The failures of LTTng, babeltrace2 and the file system (exit status 1), by module: a
+# command that did not import a module (pyust run does not import pth) cannot raise its.
+_FAILURES = (("pyust.lttng", "LttngError"), ("pyust.pth", "PthError"),
+             ("pyust.babeltrace", "BabeltraceError"))
+
+
+def _is_failure(error: Exception) -> bool:
+    for module_name, class_name in _FAILURES:
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(error, getattr(module, class_name)):
+            return True
+    return False
 
 
 def _stop_activation_tracing() -> None:

@@ -27,17 +27,17 @@ Every failure raises LttngError (one line) or, for a URL of another form, ValueE
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
 
-from . import relay_link
 from .lttng import LttngError, Session
+
+# relay_link, socket and glob are imported where used: `pyust run` without --live imports
+# this module for its constants only (the options' defaults).
 
 CONTROL_PORT, DATA_PORT, LIVE_PORT = 5342, 5343, 5344
 # Seconds without a byte moving to or from the relay daemon, while data waits or pyust
@@ -67,6 +67,8 @@ class Relay:
 
     def create(self, name: str, trace_format: str | None = None) -> Session:
         """The live session, its connections to the relay daemon watched (LiveSession)."""
+        from . import relay_link
+
         watch = relay_link.Watch(self.host, (self.control_port, self.data_port), self.timeout)
         try:
             session = LiveSession.create(name, None, live_url=self.url,
@@ -83,6 +85,8 @@ class Relay:
         return f"pyust: {text}" if text else None
 
     def live_url(self, name: str) -> str:
+        import socket
+
         host = "localhost" if _is_loopback(self.host) else self.host
         port = "" if self.live_port == LIVE_PORT else f":{self.live_port}"
         return f"net://{host}{port}/host/{socket.gethostname()}/{name}"
@@ -95,6 +99,9 @@ class Relay:
         """(where the relay daemon wrote the trace, whether not to count its events): the
         directory when the relay daemon runs on this machine, else its path under the
         relay daemon's output directory (nothing here to count)."""
+        import glob
+        import socket
+
         relative = os.path.join(socket.gethostname(), f"{name}-*")
         if self.watch and self.watch.lost_at is not None:
             no_count = True  # an incomplete trace, which the relay daemon may still write
@@ -114,7 +121,7 @@ class LiveSession(Session):
     once it is cut off, what the relay daemon did not get is lost, and stop() and
     destroy() do what they still can without raising for it."""
 
-    watch: relay_link.Watch  # set by Relay.create
+    watch = None  # its relay_link.Watch, set by Relay.create
 
     def stop(self) -> None:
         if self.watch.unwatchable:
@@ -178,6 +185,8 @@ def check_loopback_owners(ports: tuple) -> None:
     listens on one of these ports of loopback: the trace would stream to that user's
     relay daemon (control and data ports), or readers would read that user's (live
     port). Root's is everyone's: root reads every trace of the machine anyway."""
+    from . import relay_link
+
     me = os.geteuid()
     for port in ports:
         for uid in relay_link.listener_owners(port):
@@ -262,6 +271,8 @@ def _options(argv: list) -> dict:
 
 
 def _listens(host: str, port: int) -> bool:
+    import socket
+
     try:
         with socket.create_connection((host, port), timeout=1):
             return True
@@ -274,6 +285,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def _is_local(host: str) -> bool:
+    import socket
+
     if _is_loopback(host) or host in (socket.gethostname(), socket.getfqdn()):
         return True
     try:

@@ -16,10 +16,8 @@ import grp
 import os
 import pwd
 import shlex
-import socket
 import sys
 
-from .babeltrace import count_events
 from .lttng import LttngError, sessiond_is_running, start_sessiond
 
 ROOT_RUNDIR = "/var/run/lttng"
@@ -82,6 +80,8 @@ def _in_tracing_group() -> bool:
 
 
 def _root_daemon_listens() -> bool:
+    import socket  # a user of the tracing group's only
+
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
         try:
             client.connect(os.path.join(ROOT_RUNDIR, "client-lttng-sessiond"))
@@ -161,6 +161,8 @@ def crash_lines(daemon: Daemon, state: str, session_name: str, trace: str | None
                 f"{session_name} was left recording and its trace is incomplete; resume the "
                 f"daemon (`kill -CONT {daemon.pid}`), then `lttng destroy {session_name}` "
                 f"completes the trace in {trace}"]
+    from .babeltrace import count_events  # the daemon died: what does the trace hold?
+
     counted = count_events(trace, fast=False, timeout=120) if trace and os.path.isdir(trace) else None
     if counted is None:
         readable = f"the trace in {trace} is not readable (the daemon died before writing it out)"

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from .. import args as cli_args, babeltrace, children, lttng, sessiond, tally
+from .. import args as cli_args, children, lttng, sessiond, tally
 from .. import START_TIMEOUT_VARIABLE, _runner
 from ..args import UsageError
 from . import live_options
@@ -303,6 +303,8 @@ def _summary(args: argparse.Namespace, plan: _Plan, session: lttng.Session,
         recorded = emitted - discarded
     elif not no_count:
         # (The fast mode's discarded events are batches of records: the trace says how many.)
+        from .. import babeltrace  # only to count a trace
+
         recorded = babeltrace.count_events(session.path, fast=args.fast)
     # One wording whatever the options: only the words of what was not counted change.
     kind = "snapshot (the latest events)" if args.snapshot else "trace"
