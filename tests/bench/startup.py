@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""What pyust's start-up costs a user: `pyust --help`, and what `pyust run` adds to a hello
+world, beside the untraced interpreter's own start-up measured in the same run.
+
+    python3 tests/bench/startup.py [--rounds N] [--build DIR] [--baseline DIR]
+                                   [--python PATH]
+
+Runs N rounds (default 11) of each case, in a new order each round, and prints the median,
+minimum and maximum wall time of each, what it adds to `hello` and its ratio to it, and the
+median CPU time of the command and its children (the session daemon's not counted), which a
+loaded machine moves less:
+
+  hello      python hello.py                                 (the floor)
+  help       python -m pyust --help                          (target: at most 0.1 s)
+  hook       python -m pyust -- hello.py                     (the hook, no session)
+  run        python -m pyust run --no-count -- hello.py      (target: adds at most 0.1 s)
+  run-count  python -m pyust run -- hello.py                 (and the summary's count)
+
+`run` writes where a user's run writes, lttng's directory under $LTTNG_HOME or the home
+directory (each run's trace is removed at once). The pyust package is --build's (default:
+this tree's build/python) and, with --baseline (another build's python directory, e.g.
+main's), that one's too, for before/after figures in the same run. Both are compiled to
+bytecode first, as an installed package is, and PYTHONDONTWRITEBYTECODE is dropped. Needs a
+session daemon, as pyust run does. A benchmark, not a test: the machine's load moves the
+figures; compare the rows of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import glob
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+
+from run_startup import REPO, timed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--build", default=os.path.join(REPO, "build", "python"))
+    parser.add_argument("--baseline", help="another build's python directory")
+    parser.add_argument("--python", default="/usr/bin/python3")
+    args = parser.parse_args()
+
+    builds = {"new": args.build}
+    if args.baseline:
+        builds["old"] = args.baseline
+    envs = {}
+    for label, path in builds.items():
+        compileall.compile_dir(os.path.join(path, "pyust"), quiet=1)
+        env = dict(os.environ, PYTHONPATH=path)
+        for name in ("PYUST", "PYTHONDONTWRITEBYTECODE"):
+            env.pop(name, None)
+        envs[label] = env
+    py = args.python
+    traces = os.path.join(os.environ.get("LTTNG_HOME") or os.path.expanduser("~"),
+                          "lttng-traces")
+    work = tempfile.mkdtemp(prefix="pyust-startup-")
+    names = iter(range(1_000_000))
+
+    def session() -> list:
+        return ["--name", f"pyust-startup-{os.getpid()}-{next(names)}"]
+
+    cases = [("hello", "new", lambda: [py, "hello.py"])]
+    for label in builds:
+        cases += [
+            (f"help/{label}", label, lambda: [py, "-m", "pyust", "--help"]),
+            (f"hook/{label}", label, lambda: [py, "-m", "pyust", "--", "hello.py"]),
+            (f"run/{label}", label,
+             lambda: [py, "-m", "pyust", "run", "--no-count", *session(), "--", "hello.py"]),
+            (f"run-count/{label}", label,
+             lambda: [py, "-m", "pyust", "run", *session(), "--", "hello.py"]),
+        ]
+    times = {name: [] for name, _, _ in cases}
+    cpus = {name: [] for name, _, _ in cases}
+    try:
+        with open(os.path.join(work, "hello.py"), "w") as file:
+            file.write("print('hello')\n")
+        for name, label, command in cases:  # a first run of each, not counted
+            timed(command(), envs[label], work)
+        order = random.Random(1)
+        for _ in range(args.rounds):
+            for name, label, command in order.sample(cases, len(cases)):
+                wall, cpu = timed(command(), envs[label], work)
+                times[name].append(wall)
+                cpus[name].append(cpu)
+                for trace in glob.glob(os.path.join(traces, f"pyust-startup-{os.getpid()}-*")):
+                    shutil.rmtree(trace, ignore_errors=True)
+    finally:
+        for trace in glob.glob(os.path.join(traces, f"pyust-startup-{os.getpid()}-*")):
+            shutil.rmtree(trace, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+    median = {name: statistics.median(values) for name, values in times.items()}
+    floor = median["hello"]
+    rows = [("case", "median s", "min s", "max s", "adds s", "x hello", "cpu s")]
+    rows += [(name, f"{median[name]:.3f}", f"{min(values):.3f}", f"{max(values):.3f}",
+              f"{median[name] - floor:.3f}", f"{median[name] / floor:.1f}",
+              f"{statistics.median(cpus[name]):.3f}")
+             for name, values in times.items()]
+    for row in rows:
+        print(f"{row[0]:<14}" + "".join(f"{cell:>9}" for cell in row[1:]))
+    print(f"({args.rounds} rounds; load average {os.getloadavg()[0]:.1f}; {py})\n")
+    for label in builds:
+        print(f"{label}: --help takes {median[f'help/{label}']:.3f} s (target: at most 0.1 s); "
+              f"run --no-count adds {median[f'run/{label}'] - floor:.3f} s to hello.py "
+              f"(target: at most 0.1 s), the count {median[f'run-count/{label}'] - floor:.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
