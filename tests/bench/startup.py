@@ -2,8 +2,8 @@
 """What pyust's start-up costs a user: `pyust --help`, and what `pyust run` adds to a hello
 world, beside the untraced interpreter's own start-up measured in the same run.
 
-    python3 tests/bench/startup.py [--rounds N] [--build DIR] [--baseline DIR]
-                                   [--python PATH]
+    python3 tests/bench/startup.py [--rounds N] [--pause SECONDS] [--build DIR]
+                                   [--baseline DIR] [--python PATH]
 
 Runs N rounds (default 11) of each case, in a new order each round, and prints the median,
 minimum and maximum wall time of each, what it adds to `hello` and its ratio to it, and the
@@ -21,7 +21,10 @@ directory (each run's trace is removed at once). The pyust package is --build's 
 this tree's build/python) and, with --baseline (another build's python directory, e.g.
 main's), that one's too, for before/after figures in the same run. Both are compiled to
 bytecode first, as an installed package is, and PYTHONDONTWRITEBYTECODE is dropped. Needs a
-session daemon, as pyust run does. A benchmark, not a test: the machine's load moves the
+session daemon, as pyust run does. Between two commands, the script pauses (--pause, 0.5 s by
+default): the session daemon tears a run's session down after pyust run has ended, and a run
+that overlaps that work waits for it (0.2 s in a third of back-to-back runs), which a
+user's runs, seconds apart, do not see. A benchmark, not a test: the machine's load moves the
 figures; compare the rows of one run.
 """
 
@@ -36,6 +39,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 
 from run_startup import REPO, timed
 
@@ -43,6 +47,7 @@ from run_startup import REPO, timed
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--pause", type=float, default=0.5)
     parser.add_argument("--build", default=os.path.join(REPO, "build", "python"))
     parser.add_argument("--baseline", help="another build's python directory")
     parser.add_argument("--python", default="/usr/bin/python3")
@@ -92,6 +97,7 @@ def main() -> int:
                 cpus[name].append(cpu)
                 for trace in glob.glob(os.path.join(traces, f"pyust-startup-{os.getpid()}-*")):
                     shutil.rmtree(trace, ignore_errors=True)
+                time.sleep(args.pause)
     finally:
         for trace in glob.glob(os.path.join(traces, f"pyust-startup-{os.getpid()}-*")):
             shutil.rmtree(trace, ignore_errors=True)
@@ -106,7 +112,8 @@ def main() -> int:
              for name, values in times.items()]
     for row in rows:
         print(f"{row[0]:<14}" + "".join(f"{cell:>9}" for cell in row[1:]))
-    print(f"({args.rounds} rounds; load average {os.getloadavg()[0]:.1f}; {py})\n")
+    print(f"({args.rounds} rounds, {args.pause:g} s apart; load average "
+          f"{os.getloadavg()[0]:.1f}; {py})\n")
     for label in builds:
         print(f"{label}: --help takes {median[f'help/{label}']:.3f} s (target: at most 0.1 s); "
               f"run --no-count adds {median[f'run/{label}'] - floor:.3f} s to hello.py "
