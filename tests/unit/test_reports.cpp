@@ -120,8 +120,7 @@ TEST_CASE("a title keeps its ';' and writes a line feed \\n: one line, as typed"
     StackModel model = two_calls();
     model.finish();
     ReportOptions options;
-    name_processes(model, {{7, "/usr/bin/python3 -c 'import sys; f()\n\tg()' a"}}, {}, {},
-                   options);
+    name_processes(model, {{7, "/usr/bin/python3 -c 'import sys; f()\n\tg()' a"}}, {}, {}, options);
     CHECK(process_title(options, 7) == "pid 7 (python3 -c 'import sys; f()\\n\\tg()' a)");
 }
 
