@@ -10,7 +10,7 @@ from lttng_harness import lttng, read_trace, run_pyust, unique_name
 
 PROGRAM = """\
 def f(x):
-    y = x + 1
+    y = abs(x) + 1  # a C call: python:c_call and c_return
     return y
 
 for i in range(3):
