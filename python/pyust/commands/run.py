@@ -165,7 +165,9 @@ def _run(argv: list) -> int:
         stopped = True
         if args.snapshot:
             session.snapshot_record()
-        discarded = session.discarded_events()
+        discarded = lttng.indexed_discarded(session.path) if plan.is_plain else None
+        if discarded is None:
+            discarded = session.discarded_events()
         emitted = counter.total() if counter and counts else None
         lost_starts = counter.lost_starts() if counter else []
     finally:
@@ -239,6 +241,9 @@ class _Plan:
                                           tracefile_size=args.tracefile_size,
                                           tracefile_count=args.tracefile_count)
         self.recorder = None
+        # The session is the usual one (create_started): its trace is one user's streams
+        # in a local directory, whose indexes say what LTTng discarded.
+        self.is_plain = False
 
     def open_session(self) -> lttng.Session:
         """Creates the session, its channels and the kernel recorder's, and starts it.
@@ -253,6 +258,7 @@ class _Plan:
                 session = lttng.Session.create_started(self.name, self.output, self.config,
                                                        self.trace_format, user=os.getuid())
                 if session is not None:
+                    self.is_plain = True
                     return session
             if self.relay:
                 session = self.relay.create(self.name, self.trace_format)
