@@ -326,3 +326,19 @@ def test_attach_live_ends_soon_when_the_relayd_stops(tmp_path):
     assert 0 < _lost_relay_line(stderr) < 60
     assert f"detached from process {process.pid}" in stderr
     assert name not in session_names()
+
+
+def test_run_live_names_its_trace_directory_with_one_date(relayd, tmp_path):
+    """Without --name, a live session is pyust-PID, which the relay daemon dates: its directory
+    is pyust-PID-DATE-TIME (it was pyust-PID-DATE-TIME-DATE-TIME)."""
+    program = tmp_path / "short.py"
+    program.write_text("print(sum(range(10)))\n")
+    run = pyust("run", "--live", "--relayd", relayd.url, "--live-port", str(relayd.live), "--",
+                str(program), timeout=LOST_RELAY_WAIT)
+    assert (run.returncode, run.stdout) == (0, "45\n"), run.stderr
+    live = re.search(r"pyust: live session (\S+):", run.stderr)
+    trace = re.search(r"pyust: trace in (\S+):", run.stderr)
+    assert live and trace, run.stderr
+    assert re.fullmatch(r"pyust-\d+", live.group(1)), run.stderr
+    assert re.fullmatch(re.escape(live.group(1)) + r"-\d{8}-\d{6}",
+                        trace.group(1).rstrip("/").rsplit("/", 1)[-1]), run.stderr

@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
                              "sticky, as /tmp) (default: as lttng names it, "
                              "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME, or "
                              "pyust-attach-PID-DATE-TIME without --name)")
-    parser.add_argument("--name", help="session name (default: pyust-attach-PID-DATE-TIME)")
+    parser.add_argument("--name", help="session name (default: pyust-attach-PID-DATE-TIME; pyust-attach-PID with --live)")
     parser.add_argument("--duration", type=float, metavar="SECONDS",
                         help="record for this long, then detach (default: until Ctrl-C or "
                              "the process's exit)")
@@ -75,7 +75,9 @@ def main(argv: list) -> int:
     relay = live_options.relay(args)
     output = cli_args.output_directory(args.output) if args.output else None
     stamp = time.strftime('%Y%m%d-%H%M%S')
-    name = args.name or f"pyust-attach-{args.pid}-{stamp}"
+    # A relay daemon dates the directory of each session itself: pyust-attach-PID alone.
+    name = args.name or (f"pyust-attach-{args.pid}" if relay else
+                         f"pyust-attach-{args.pid}-{stamp}")
     sessiond.ensure_running()
     recorder = None
     if args.kernel:

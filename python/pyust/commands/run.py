@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
                              "sticky, as /tmp) (default: as lttng names it, "
                              "$LTTNG_HOME/lttng-traces/NAME-DATE-TIME, or "
                              "pyust-PID-DATE-TIME without --name)")
-    parser.add_argument("--name", help="session name (default: pyust-PID-DATE-TIME)")
+    parser.add_argument("--name", help="session name (default: pyust-PID-DATE-TIME; pyust-PID with --live)")
     cli_args.add_channel_options(parser, lttng.TRACE_FORMATS)
     parser.add_argument("--no-discard", action="store_true",
                         help="make the program wait for buffer space instead of letting "
@@ -228,7 +228,9 @@ class _Plan:
         self.args = args
         self.relay = relay
         stamp = time.strftime('%Y%m%d-%H%M%S')
-        self.name = args.name or f"pyust-{os.getpid()}-{stamp}"
+        # A relay daemon dates the directory of each session itself: pyust-PID alone.
+        self.name = args.name or (f"pyust-{os.getpid()}" if relay else
+                                  f"pyust-{os.getpid()}-{stamp}")
         if output is None and relay is None:
             output = lttng.default_output(f"{args.name}-{stamp}" if args.name else self.name)
         self.output = output
