@@ -1,21 +1,21 @@
 // Unit tests of the python:batch record decoding (src/plugin/expand/records.hpp): record times
 // between the batch's two clock readings, near and far ids, line numbers, and every fault a
 // damaged batch can have. The bytes come from the hook's own encoder
-// (src/hook/record_encoding.hpp), so that the two ends of the format are tested together.
+// (tracepoints/batch_records.hpp), so that the two ends of the format are tested together.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "record_encoding.hpp"
+#include "batch_records.hpp"
 #include "records.hpp"
 
 using namespace pyust::plugin::expand;
 
 namespace {
 
-namespace encoding = pyust::hook::records;
+namespace encoding = pyust::batch_records;
 
 void put_varint(std::vector<std::uint8_t>& out, std::uint64_t value)
 {
