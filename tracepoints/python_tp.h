@@ -207,15 +207,13 @@ LTTNG_UST_TRACEPOINT_EVENT(python, lost_start,
  *              begin_ns + (tsc - begin_tsc) * (end_ns - begin_ns) /
  *              (end_tsc - begin_tsc), or begin_ns when end_tsc == begin_tsc.
  *              When the record clock is CLOCK_MONOTONIC itself, tsc == ns.
- *   records    the records, back to back. Each starts with an unsigned
- *              LEB128 varint v: kind = v & 7, and v >> 3 is the record
- *              clock's advance since the previous record (since begin_tsc
- *              for the first one). Then, also as unsigned LEB128 varints:
- *                kind 0 call, 1 return, 2 return by exception (unwind),
- *                     3 line:  the low 32 bits of the code id (the high
- *                              half is id_high)
- *                kind 4 to 7:  the same four, with the full 64-bit code id
- *                line records (kind 3 and 7) then have the line number.
+ *   records    count records, back to back: each a varint of its kind and
+ *              the record clock's advance since the previous record (since
+ *              begin_tsc for the first one), then the code id (its low 32
+ *              bits when the high half is id_high), then a line record's
+ *              line number. batch_records.hpp defines the layout field by
+ *              field, for the hook that writes it and the filter that reads
+ *              it.
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, batch,
     LTTNG_UST_TP_ARGS(const struct pyust_batch_header *, h, const uint8_t *, records),

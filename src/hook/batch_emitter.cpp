@@ -1,6 +1,6 @@
 // The fast mode: calls, returns and lines become compact records in a buffer
 // of the thread's own, written to LTTng as one python:batch event per buffer
-// (tracepoints/python_tp.h documents the record format). Registrations,
+// (tracepoints/batch_records.hpp defines the record format). Registrations,
 // threads, the process and C calls stay standard events: they are rare, and
 // a reader puts everything back in time order (filter.pyust.expand).
 //
@@ -30,9 +30,9 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "batch_records.hpp"
 #include "python_compat.hpp"
 #include "python_tp.h"
-#include "record_encoding.hpp"
 #include "tally.hpp"
 
 namespace pyust::hook {
@@ -44,12 +44,12 @@ namespace {
 // Bytes of records per batch: the event stays under 4 KiB, LTTng's smallest
 // sub-buffer, with its header, contexts and fixed fields.
 constexpr std::uint32_t k_capacity = 3584;
-using records::k_call;
-using records::k_line;
-using records::k_max_record;
-using records::k_return;
-using records::k_unwind;
-using records::put_varint;
+using batch_records::k_call;
+using batch_records::k_line;
+using batch_records::k_max_record;
+using batch_records::k_return;
+using batch_records::k_unwind;
+using batch_records::put_varint;
 
 struct ThreadRecords {
     ThreadRecords* next = nullptr;
@@ -253,7 +253,7 @@ private:
     // Appends a record's kind, time and code id; returns where its further
     // fields go (the caller then sets size), or nullptr when nothing is
     // recorded (no session, no memory).
-    std::uint8_t* append(records::Kind kind, std::uint64_t id) noexcept
+    std::uint8_t* append(batch_records::Kind kind, std::uint64_t id) noexcept
     {
         if (!lttng_ust_tracepoint_enabled(python, batch))
             return nullptr;
@@ -274,7 +274,8 @@ private:
         // The TSC of another CPU may lag by a few cycles: never go backwards.
         const std::uint64_t advance = now > r->last_tsc ? now - r->last_tsc : 0;
         r->last_tsc += advance;
-        std::uint8_t* out = records::put_record(r->bytes + r->size, kind, advance, id, r->id_high);
+        std::uint8_t* out =
+            batch_records::put_record(r->bytes + r->size, kind, advance, id, r->id_high);
         ++r->count;
         r->size = static_cast<std::uint32_t>(out - r->bytes);
         return out;

@@ -1,21 +1,22 @@
-// Unit tests of the python:batch record decoding (src/plugin/expand/records.hpp): record times
-// between the batch's two clock readings, near and far ids, line numbers, and every fault a
-// damaged batch can have. The bytes come from the hook's own encoder
-// (src/hook/record_encoding.hpp), so that the two ends of the format are tested together.
+// Unit tests of the python:batch records: the plugin's decoding (src/plugin/expand/records.hpp),
+// record times between the batch's two clock readings, near and far ids, line numbers, and
+// every fault a damaged batch can have. The bytes come from the hook's own writer, in the
+// header that defines the layout for both ends (tracepoints/batch_records.hpp), so that what
+// the hook writes is tested to read back exactly, at every field's widths.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "record_encoding.hpp"
+#include "batch_records.hpp"
 #include "records.hpp"
 
 using namespace pyust::plugin::expand;
 
 namespace {
 
-namespace encoding = pyust::hook::records;
+namespace encoding = pyust::batch_records;
 
 void put_varint(std::vector<std::uint8_t>& out, std::uint64_t value)
 {
@@ -29,9 +30,9 @@ void put_varint(std::vector<std::uint8_t>& out, std::uint64_t value)
 void put_record(std::vector<std::uint8_t>& out, unsigned kind, std::uint64_t advance,
                 std::uint64_t id, std::uint64_t line = 0)
 {
-    put_varint(out, kind | advance << 3);
+    put_varint(out, kind | advance << encoding::k_advance_shift);
     put_varint(out, id);
-    if ((kind & 3) == 3)
+    if (encoding::has_line(encoding::kind_of(kind)))
         put_varint(out, line);
 }
 
@@ -137,6 +138,129 @@ TEST_CASE("the hook's records read back as it wrote them")
         CHECK(records[i].id == written[i].id);
         CHECK(records[i].line == written[i].line);
         CHECK(records[i].value == written[i].ns);
+    }
+}
+
+namespace {
+
+// The edges of a varint's widths up to max: 0, then for each width n the largest value it takes
+// (2^7n - 1) and the smallest of the next (2^7n), then max.
+std::vector<std::uint64_t> width_edges(std::uint64_t max)
+{
+    std::vector<std::uint64_t> values{0};
+    for (unsigned bits = 7; bits < 64 && (std::uint64_t{1} << bits) <= max; bits += 7) {
+        values.push_back((std::uint64_t{1} << bits) - 1);
+        values.push_back(std::uint64_t{1} << bits);
+    }
+    values.push_back(max);
+    return values;
+}
+
+// One record of the hook's, alone in a batch whose record clock is LTTng's (tsc == ns, from 0),
+// so that its time is its advance.
+struct OneRecord {
+    encoding::Kind kind;
+    std::uint64_t advance;
+    std::uint64_t id;
+    std::uint32_t line;
+};
+
+BatchHeader identity_clock(std::uint32_t id_high)
+{
+    BatchHeader h;
+    h.count = 1;
+    h.id_high = id_high;
+    h.end_tsc = h.end_ns = ~std::uint64_t{0};
+    return h;
+}
+
+// Writes r with the hook's writer, checks its bytes' count against the layout's widths, reads it
+// back with the plugin's reader, and checks that every cut of it is refused.
+void round_trip(const OneRecord& r, std::uint32_t id_high)
+{
+    CAPTURE(r.kind);
+    CAPTURE(r.advance);
+    CAPTURE(r.id);
+    CAPTURE(r.line);
+    std::vector<std::uint8_t> bytes;
+    hook_record(bytes, r.kind, r.advance, r.id, id_high, r.line);
+    const bool is_far = (r.id >> 32) != id_high;
+    const std::uint64_t head =
+        r.advance << encoding::k_advance_shift | r.kind | (is_far ? encoding::k_far : 0);
+    CHECK(bytes.size() == encoding::varint_width(head) +
+                              encoding::varint_width(is_far ? r.id : r.id & 0xffffffffu) +
+                              (r.kind == encoding::k_line ? encoding::varint_width(r.line) : 0));
+    CHECK(bytes.size() <= encoding::k_max_record);
+
+    const BatchHeader h = identity_clock(id_high);
+    CHECK(check_records(h, bytes.data(), bytes.size()).empty());
+    std::string fault;
+    const std::vector<Record> records = read_all(h, bytes, &fault);
+    CHECK(fault.empty());
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].kind == static_cast<RecordKind>(r.kind));
+    CHECK(records[0].id == r.id);
+    CHECK(records[0].line == r.line);
+    CHECK(records[0].value == r.advance);
+
+    // A batch cut anywhere inside its record: the reader stops at the cut and says so.
+    for (std::size_t size = 1; size < bytes.size(); ++size) {
+        CAPTURE(size);
+        const std::vector<std::uint8_t> cut(bytes.begin(), bytes.begin() + size);
+        CHECK(read_all(h, cut, &fault).empty());
+        CHECK(fault == "truncated record");
+        CHECK(check_records(h, cut.data(), cut.size()) == "truncated record at index 0");
+    }
+    CHECK(check_records(h, bytes.data(), 0) == "count mismatch: count=1, records=0");
+}
+
+} // namespace
+
+TEST_CASE("every kind reads back exactly at the edges of each field's widths")
+{
+    const std::uint32_t id_high = 0x2a;
+    const encoding::Kind kinds[] = {encoding::k_call, encoding::k_return, encoding::k_unwind,
+                                    encoding::k_line};
+    // A line record's line is 7 here; lines get their own subcase.
+    SUBCASE("advances, up to the largest a head takes")
+    {
+        for (const encoding::Kind kind : kinds)
+            for (const std::uint64_t advance : width_edges(encoding::k_max_advance))
+                round_trip({kind, advance, encoding::near_id(id_high, 5),
+                            encoding::has_line(kind) ? 7u : 0u},
+                           id_high);
+    }
+    SUBCASE("near ids: the low half, up to 2^32 - 1")
+    {
+        for (const encoding::Kind kind : kinds)
+            for (const std::uint64_t low : width_edges(encoding::k_max_near_id))
+                round_trip(
+                    {kind, 3, encoding::near_id(id_high, low), encoding::has_line(kind) ? 7u : 0u},
+                    id_high);
+    }
+    SUBCASE("far ids: all 64 bits, up to 2^64 - 1")
+    {
+        for (const encoding::Kind kind : kinds)
+            for (const std::uint64_t id : width_edges(~std::uint64_t{0})) {
+                REQUIRE((id >> 32) != id_high); // none of the edges has 0x2a above: all far
+                round_trip({kind, 3, id, encoding::has_line(kind) ? 7u : 0u}, id_high);
+            }
+    }
+    SUBCASE("line numbers, up to 2^32 - 1")
+    {
+        for (const std::uint64_t line : width_edges(encoding::k_max_line))
+            round_trip({encoding::k_line, 3, encoding::near_id(id_high, 5),
+                        static_cast<std::uint32_t>(line)},
+                       id_high);
+    }
+    SUBCASE("the longest record is k_max_record bytes")
+    {
+        std::vector<std::uint8_t> bytes;
+        hook_record(bytes, encoding::k_line, encoding::k_max_advance, ~std::uint64_t{0}, id_high,
+                    0xffffffffu);
+        CHECK(bytes.size() == encoding::k_max_record);
+        round_trip({encoding::k_line, encoding::k_max_advance, ~std::uint64_t{0}, 0xffffffffu},
+                   id_high);
     }
 }
 

@@ -1,4 +1,4 @@
-// Decoding of python:batch records (see records.hpp).
+// Decoding of python:batch records (see records.hpp; their layout: tracepoints/batch_records.hpp).
 #include "records.hpp"
 
 namespace pyust::plugin::expand {
@@ -6,23 +6,6 @@ namespace pyust::plugin::expand {
 namespace {
 
 __extension__ typedef unsigned __int128 Wide;
-
-// Reads an unsigned LEB128 varint at *at (advancing it). Returns null, or what is
-// wrong: the bytes end before the varint does, or it does not fit 64 bits.
-const char* read_varint(const std::uint8_t*& at, const std::uint8_t* end,
-                        std::uint64_t& value) noexcept
-{
-    value = 0;
-    for (unsigned shift = 0; at < end; shift += 7) {
-        const std::uint8_t byte = *at++;
-        if (shift == 63 && byte > 1)
-            return "a varint exceeds 64 bits";
-        value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-        if (!(byte & 0x80))
-            return nullptr;
-    }
-    return "truncated record";
-}
 
 } // namespace
 
@@ -51,33 +34,33 @@ bool RecordReader::next(Record& record) noexcept
         return false;
     std::uint64_t head = 0;
     std::uint64_t id = 0;
-    m_fault = read_varint(m_at, m_end, head);
+    m_fault = batch_records::read_varint(m_at, m_end, head);
     if (!m_fault)
-        m_fault = read_varint(m_at, m_end, id);
+        m_fault = batch_records::read_varint(m_at, m_end, id);
     if (m_fault)
         return false;
-    const unsigned kind = head & 7;
-    const std::uint64_t advance = head >> 3;
+    const batch_records::Kind kind = batch_records::kind_of(head);
+    const std::uint64_t advance = batch_records::advance_of(head);
     if (m_tsc + advance < m_tsc) {
         m_fault = "the record clock overflows";
         return false;
     }
     m_tsc += advance;
-    record.kind = static_cast<RecordKind>(kind & 3);
-    if (kind < 4) {
-        if (id > 0xffffffffu) {
+    record.kind = static_cast<RecordKind>(kind);
+    if (!batch_records::is_far(head)) {
+        if (id > batch_records::k_max_near_id) {
             m_fault = "a near id exceeds 32 bits";
             return false;
         }
-        id |= static_cast<std::uint64_t>(m_header.id_high) << 32;
+        id = batch_records::near_id(m_header.id_high, id);
     }
     record.id = id;
     record.line = 0;
-    if (record.kind == RecordKind::line) {
+    if (batch_records::has_line(kind)) {
         std::uint64_t line = 0;
-        if ((m_fault = read_varint(m_at, m_end, line)))
+        if ((m_fault = batch_records::read_varint(m_at, m_end, line)))
             return false;
-        if (line > 0xffffffffu) {
+        if (line > batch_records::k_max_line) {
             m_fault = "a line number exceeds 32 bits";
             return false;
         }

@@ -1,16 +1,24 @@
-// The record format of python:batch (tracepoints/python_tp.h), decoded without
-// babeltrace2: a batch's header and its bytes in, the call, return and line
-// records with their times out. filter.pyust.expand turns them into
-// python:call/return/line event messages.
+// The records of python:batch (tracepoints/python_tp.h; their layout:
+// tracepoints/batch_records.hpp), decoded without babeltrace2: a batch's header
+// and its bytes in, the call, return and line records with their times out.
+// filter.pyust.expand turns them into python:call/return/line event messages.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "batch_records.hpp"
+
 namespace pyust::plugin::expand {
 
-enum class RecordKind : std::uint8_t { call, ret, ret_unwind, line };
+// A record's kind, as its head has it.
+enum class RecordKind : std::uint8_t {
+    call = batch_records::k_call,
+    ret = batch_records::k_return,
+    ret_unwind = batch_records::k_unwind,
+    line = batch_records::k_line,
+};
 
 // One decoded record. RecordReader::next() sets value to the record's time on the
 // batch's clock (LTTng's, in ns); the filter then replaces it by the stream
