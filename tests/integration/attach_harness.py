@@ -90,14 +90,15 @@ def start_users_program(user, source: str, *extra_args, python=PYTHON) -> subpro
     return process
 
 
-def start_attach(pid: int, output: Path | None, *args) -> subprocess.Popen:
+def start_attach(pid: int, output: Path | None, *args,
+                 env: dict | None = None) -> subprocess.Popen:
     """`python -m pyust attach PID [-o OUTPUT] ARGS` (with --fast in the fast mode)."""
     command = [PYTHON, "-m", "pyust", "attach", str(pid), *args]
     command += ["-o", str(output)] if output else []
     if FAST:
         command.append("--fast")
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=child_env())
+                            text=True, env=env or child_env())
 
 
 def wait_attached(attach: subprocess.Popen, timeout: float = 60) -> str:
