@@ -775,11 +775,6 @@ void emit_process() noexcept
                              s_state.options.c_calls, s_state.command.c_str());
 }
 
-std::int64_t current_tid() noexcept
-{
-    return static_cast<std::int64_t>(PyThread_get_thread_native_id());
-}
-
 // --------------------------------------------------------------- public API
 
 void init(const std::string& own_dir)

@@ -106,7 +106,6 @@ PyFrameObject* open_part(PyFrameObject* frame, bool skip_top) noexcept;
 void c_function_names(PyObject* callable, const char** name, const char** owner) noexcept;
 
 void emit_process() noexcept;
-std::int64_t current_tid() noexcept;
 
 // The interpreter hook itself: setprofile/settrace up to 3.11
 // (backend_profile.cpp), sys.monitoring from 3.12 (backend_monitoring.cpp).

@@ -1,10 +1,13 @@
 // Shims over the CPython C API differences between 3.9 and 3.13 that the hook
-// needs, so hook.cpp reads the same for every version.
+// needs, so its files read the same for every version, and the few C-API
+// helpers every part of the hook shares (the emitters as well as the core).
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+
+#include <cstdint>
 
 namespace pyust::hook::compat {
 
@@ -208,3 +211,13 @@ private:
 };
 
 } // namespace pyust::hook::compat
+
+namespace pyust::hook {
+
+// The calling thread's kernel tid (LTTng's vtid). noexcept.
+inline std::int64_t current_tid() noexcept
+{
+    return static_cast<std::int64_t>(PyThread_get_thread_native_id());
+}
+
+} // namespace pyust::hook
