@@ -8,8 +8,6 @@
 // is named "?".
 #include "core.hpp"
 
-#include "backend_eval.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -176,14 +174,14 @@ CodeInfo* register_code(PyCodeObject* code, ModuleFor module_for) noexcept
 // std::bad_alloc.
 std::string module_in_frame(PyCodeObject* code, PyFrameObject* frame, const std::string& file)
 {
-#if PYUST_HAS_EVAL_BACKEND
-    if (frame == nullptr) {
-        PyObject* globals = nullptr;
-        if (!eval_frame::innermost_runs(reinterpret_cast<PyObject*>(code), globals))
-            return k_unknown;
-        return globals != nullptr ? module_of_globals(globals) : module_of_file(file);
+    if constexpr (backend::k_reads_frames_in_place) {
+        if (frame == nullptr) {
+            PyObject* globals = nullptr;
+            if (!backend::innermost_runs(reinterpret_cast<PyObject*>(code), globals))
+                return k_unknown;
+            return globals != nullptr ? module_of_globals(globals) : module_of_file(file);
+        }
     }
-#endif
     if (frame == nullptr)
         frame = PyEval_GetFrame(); // borrowed
     PyCodeObject* frame_code = frame != nullptr ? PyFrame_GetCode(frame) : nullptr;

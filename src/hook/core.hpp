@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "backend.hpp"
 #include "emitter.hpp"
 #include "hook.hpp"
 #include "prefix_table.hpp"
@@ -106,32 +107,5 @@ PyFrameObject* open_part(PyFrameObject* frame, bool skip_top) noexcept;
 void c_function_names(PyObject* callable, const char** name, const char** owner) noexcept;
 
 void emit_process() noexcept;
-
-// The interpreter hook itself: setprofile/settrace up to 3.11
-// (backend_profile.cpp), sys.monitoring from 3.12 (backend_monitoring.cpp).
-namespace backend {
-
-// "setprofile" or "monitoring", as python:process reports it. noexcept.
-const char* name() noexcept;
-
-// Throws TracerError when another tool holds what this back end needs.
-// Precondition: s_state.options holds the options of the start() being made.
-void check_free();
-
-// Installs the hook for every thread. With is_caller_announced, the calling
-// thread's stack was announced by start() and it gets the steady callbacks;
-// without (the session watcher's thread, which runs no Python), every thread
-// announces its stack at its next event. Throws TracerError.
-void install(bool is_caller_announced);
-
-// Removes the hook from every thread. With close_stacks, each thread's open
-// frames get returns (stop()); without, they are left (a session ended).
-// noexcept.
-void uninstall(bool close_stacks) noexcept;
-
-// Installs the hook on the calling thread, started after install(). noexcept.
-void attach_current_thread() noexcept;
-
-} // namespace backend
 
 } // namespace pyust::hook
