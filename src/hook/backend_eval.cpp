@@ -36,7 +36,11 @@
 #undef Py_BUILD_CORE
 #pragma GCC diagnostic pop
 
-#include "core.hpp"
+#include "backend.hpp"
+#include "registration.hpp"
+#include "session.hpp"
+#include "stacks.hpp"
+#include "state.hpp"
 
 namespace pyust::hook::eval_frame {
 

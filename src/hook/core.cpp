@@ -1,23 +1,33 @@
-// What the hook's back ends share (see core.hpp): stack announcements, rundown,
-// and the fork protocol; and the public API (hook.hpp).
-#include "core.hpp"
+// The hook's public API (hook.hpp): init(), start() and stop() and the calls
+// around them, built on the core's parts, each in a file pair of its own, from
+// the lowest up (a file includes only those below it):
+//
+//   state.hpp               the process-wide state, defined here
+//   backend.hpp             the interface the back ends (backend_*.cpp) implement
+//   registration.{hpp,cpp}  code objects: their CodeInfo, module and verdict
+//   stacks.{hpp,cpp}        stacks announced and closed, the rundown
+//   session.{hpp,cpp}       waiting for the session, the lost start, late sessions
+//   watcher.{hpp,cpp}       the thread behind dormant hooks and periodic flushes
+//   fork.{hpp,cpp}          the fork protocol
+//
+// The emitters (emitter.hpp), the registry, the tally and python_compat.hpp sit
+// below them all.
+#include "hook.hpp"
 
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <ctime>
+#include <memory>
 #include <new>
-#include <unordered_map>
+#include <string>
 #include <vector>
 
-#include <pthread.h>
 #include <unistd.h>
 
-#include <lttng/ust-fork.h>
-
+#include "backend.hpp"
 #include "command_line.hpp"
+#include "emitter.hpp"
 #include "fork.hpp"
+#include "session.hpp"
+#include "stacks.hpp"
+#include "state.hpp"
 #include "tally.hpp"
 #include "watcher.hpp"
 
@@ -104,8 +114,8 @@ void start(const Options& options)
     ++s_state.generation;
     // This start may record into another session than the last one did (pyust
     // attach, start/stop/start): every code object is registered in the trace
-    // again when it next runs, as if new (decide() emits python:code when code
-    // becomes traced).
+    // again when it next runs, as if new (registration.cpp's decide() emits
+    // python:code when code becomes traced).
     s_state.registry->for_each_code([](CodeInfo& info) { info.is_traced = false; });
     s_state.emitter = options.fast ? &batch_emitter() : &lttng_emitter();
     s_state.has_batched = s_state.has_batched || options.fast;

@@ -163,7 +163,7 @@ inline int set_trace(PyThreadState* tstate, Py_tracefunc fn) noexcept
 // same thread goes past RESUME and the program ends. Any GIL hand-over
 // recomputes the breaker for the thread that takes or drops the GIL (without
 // the main thread's signals), which ends the spin: the session watcher takes
-// the GIL now and then while the hooks are in (core.cpp). 3.10 checks the
+// the GIL now and then while the hooks are in (watcher.cpp). 3.10 checks the
 // breaker after its call event, 3.12 on uses sys.monitoring: neither spins.
 constexpr bool k_traced_threads_spin_on_signals =
     PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000;
@@ -172,7 +172,7 @@ constexpr bool k_traced_threads_spin_on_signals =
 // threads' states) before it reinitialises it: the child of a fork() made while another
 // thread held that lock blocks for ever. Every thread but the watcher takes it with the GIL,
 // which the thread calling os.fork() holds; the watcher makes its thread state without the
-// GIL (core.cpp). 3.12 on reinitialise the lock first.
+// GIL (watcher.cpp). 3.12 on reinitialise the lock first.
 constexpr bool k_fork_child_needs_head_lock = PY_VERSION_HEX < 0x030C0000;
 
 inline bool is_finalizing() noexcept
