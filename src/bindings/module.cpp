@@ -5,7 +5,10 @@
 
 #include <unistd.h>
 
-#include "core.hpp"
+#include "backend.hpp"
+#include "hook.hpp"
+#include "registration.hpp"
+#include "stacks.hpp"
 #include "tally.hpp"
 
 namespace py = pybind11;

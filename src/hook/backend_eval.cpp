@@ -36,7 +36,11 @@
 #undef Py_BUILD_CORE
 #pragma GCC diagnostic pop
 
-#include "core.hpp"
+#include "backend.hpp"
+#include "registration.hpp"
+#include "session.hpp"
+#include "stacks.hpp"
+#include "state.hpp"
 
 namespace pyust::hook::eval_frame {
 
@@ -443,8 +447,17 @@ bool is_running_frame_of(PyObject* code) noexcept
     return frame != nullptr && reinterpret_cast<PyObject*>(code_of(frame)) == code;
 }
 
+} // namespace pyust::hook::eval_frame
+
+// The back-end interface's reader of the innermost frame (backend.hpp): this back end's
+// access to the interpreter's frames, whichever back end serves the start.
+namespace pyust::hook::backend {
+
 bool innermost_runs(PyObject* code, PyObject*& globals) noexcept
 {
+    using eval_frame::code_of;
+    using eval_frame::innermost_frame;
+    using eval_frame::is_complete;
     _PyInterpreterFrame* frame = innermost_frame(PyThreadState_Get());
     while (frame != nullptr && !is_complete(frame))
         frame = frame->previous;
@@ -453,6 +466,10 @@ bool innermost_runs(PyObject* code, PyObject*& globals) noexcept
                   : nullptr;
     return frame != nullptr;
 }
+
+} // namespace pyust::hook::backend
+
+namespace pyust::hook::eval_frame {
 
 [[gnu::cold, gnu::noinline]] void hand_over() noexcept
 {

@@ -9,15 +9,8 @@
 // lines, C calls, a taken slot and the rest (why_not()).
 #pragma once
 
+#include "backend.hpp" // PYUST_HAS_EVAL_BACKEND
 #include "python_compat.hpp"
-
-// Free-threaded builds are left out: the function keeps process-wide state
-// under the GIL.
-#if PY_VERSION_HEX >= 0x030B0000 && !defined(Py_GIL_DISABLED)
-#define PYUST_HAS_EVAL_BACKEND 1
-#else
-#define PYUST_HAS_EVAL_BACKEND 0
-#endif
 
 #if PYUST_HAS_EVAL_BACKEND
 
@@ -66,14 +59,6 @@ inline bool is_installed() noexcept
 // event of a frame the function evaluates, rather than one an extension
 // module reports through the C API while its caller's frame runs).
 bool is_running_frame_of(PyObject* code) noexcept;
-
-// Whether the calling thread runs a Python frame (past its set-up), as
-// PyEval_GetFrame() would find it; globals is then that frame's (borrowed) when
-// it runs code, else nullptr. Read from the interpreter's own frame, where
-// PyEval_GetFrame() would make a frame object, which lives on with the frame
-// (and changes what a program sees: CPython's test_frame makes one in a
-// garbage-collector callback).
-bool innermost_runs(PyObject* code, PyObject*& globals) noexcept;
 
 // Puts every thread on the version's own back end, as if it had been there
 // since start(), and says so in a python:process event. The function calls it

@@ -19,8 +19,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "backend.hpp"
 #include "backend_eval.hpp"
-#include "core.hpp"
+#include "registration.hpp"
+#include "session.hpp"
+#include "stacks.hpp"
+#include "state.hpp"
 
 namespace pyust::hook {
 namespace {

@@ -37,8 +37,6 @@
 
 namespace pyust::hook {
 
-std::int64_t current_tid() noexcept;
-
 namespace {
 
 // Bytes of records per batch: the event stays under 4 KiB, LTTng's smallest

@@ -1,10 +1,13 @@
 // Shims over the CPython C API differences between 3.9 and 3.13 that the hook
-// needs, so hook.cpp reads the same for every version.
+// needs, so its files read the same for every version, and the few C-API
+// helpers every part of the hook shares (the emitters as well as the core).
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+
+#include <cstdint>
 
 namespace pyust::hook::compat {
 
@@ -160,7 +163,7 @@ inline int set_trace(PyThreadState* tstate, Py_tracefunc fn) noexcept
 // same thread goes past RESUME and the program ends. Any GIL hand-over
 // recomputes the breaker for the thread that takes or drops the GIL (without
 // the main thread's signals), which ends the spin: the session watcher takes
-// the GIL now and then while the hooks are in (core.cpp). 3.10 checks the
+// the GIL now and then while the hooks are in (watcher.cpp). 3.10 checks the
 // breaker after its call event, 3.12 on uses sys.monitoring: neither spins.
 constexpr bool k_traced_threads_spin_on_signals =
     PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000;
@@ -169,7 +172,7 @@ constexpr bool k_traced_threads_spin_on_signals =
 // threads' states) before it reinitialises it: the child of a fork() made while another
 // thread held that lock blocks for ever. Every thread but the watcher takes it with the GIL,
 // which the thread calling os.fork() holds; the watcher makes its thread state without the
-// GIL (core.cpp). 3.12 on reinitialise the lock first.
+// GIL (watcher.cpp). 3.12 on reinitialise the lock first.
 constexpr bool k_fork_child_needs_head_lock = PY_VERSION_HEX < 0x030C0000;
 
 inline bool is_finalizing() noexcept
@@ -208,3 +211,13 @@ private:
 };
 
 } // namespace pyust::hook::compat
+
+namespace pyust::hook {
+
+// The calling thread's kernel tid (LTTng's vtid). noexcept.
+inline std::int64_t current_tid() noexcept
+{
+    return static_cast<std::int64_t>(PyThread_get_thread_native_id());
+}
+
+} // namespace pyust::hook
