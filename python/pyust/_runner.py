@@ -269,6 +269,14 @@ def _code_target(source: str, args: list) -> Target:
         code = compile(source, "<string>", "exec", dont_inherit=True)
     except SyntaxError as error:
         _reraise_as_untraced(error, None)
+    if sys.version_info >= (3, 13):
+        # From 3.13, `python -c` keeps the code's source in linecache (its private
+        # _register_code), so that its tracebacks show the lines: as it does.
+        import linecache
+
+        register = getattr(linecache, "_register_code", None)
+        if register is not None:
+            register(code, source, "<string>")
     main_globals = _new_main(
         __name__="__main__",
         __loader__=sys.modules["_frozen_importlib"].BuiltinImporter,
