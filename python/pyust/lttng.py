@@ -524,18 +524,22 @@ def indexed_discarded(path: str) -> int | None:
     for name in files:
         try:
             with open(name, "rb") as file:
-                data = file.read()
+                header = file.read(_INDEX_HEADER.size)
+                if len(header) < _INDEX_HEADER.size:
+                    return None
+                magic, _, _, length = _INDEX_HEADER.unpack(header)
+                if magic != _INDEX_MAGIC or length < _INDEX_DISCARDED.size:
+                    return None
+                # The last entry alone (a long run's index holds one per packet).
+                entries = (os.fstat(file.fileno()).st_size - _INDEX_HEADER.size) // length
+                if entries:
+                    file.seek(_INDEX_HEADER.size + (entries - 1) * length)
+                    entry = file.read(_INDEX_DISCARDED.size)
+                    if len(entry) < _INDEX_DISCARDED.size:
+                        return None
+                    total += _INDEX_DISCARDED.unpack(entry)[0]
         except OSError:
             return None
-        if len(data) < _INDEX_HEADER.size:
-            return None
-        magic, _, _, length = _INDEX_HEADER.unpack_from(data)
-        if magic != _INDEX_MAGIC or length < _INDEX_DISCARDED.size:
-            return None
-        entries = (len(data) - _INDEX_HEADER.size) // length
-        if entries:
-            last = _INDEX_HEADER.size + (entries - 1) * length
-            total += _INDEX_DISCARDED.unpack_from(data, last)[0]
     return total
 
 
