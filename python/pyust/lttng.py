@@ -475,7 +475,8 @@ class Session:
         reaches the consumer only when the program exits, and the consumer then waits
         200 ms for it to be written (LTTng 2.13's poll period), holding up the next
         `lttng stop`: pyust run took 0.2 s longer in about half of its runs. A
-        performance measure only: an LTTng that refuses it records all the same."""
+        performance measure only: an LTTng that refuses it records all the same (LTTng
+        2.16 refuses the channel name metadata, to liblttng-ctl as to the command)."""
         if not _enable_metadata_channel(self.name, METADATA_SWITCH_US):
             _run(["enable-channel", "--userspace", "--session", self.name,
                   "--switch-timer", str(METADATA_SWITCH_US), "metadata"])

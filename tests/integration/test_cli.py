@@ -309,6 +309,15 @@ def test_run_metadata_reaches_the_trace_while_the_program_runs(make_program, tmp
     """pyust run's metadata channel has a switch timer (set through liblttng-ctl, or
     `lttng enable-channel` where the library cannot): the consumer daemon writes the
     trace's metadata while the program runs, not only once it has ended."""
+    probe = unique_name("md")
+    lttng("create", probe, "--output", str(tmp_path / "probe"))
+    try:
+        refused = lttng("enable-channel", "--userspace", "--session", probe, "--switch-timer",
+                        "10000", "metadata", check=False).returncode != 0
+    finally:
+        lttng("destroy", probe, check=False)
+    if refused:  # LTTng 2.16 refuses the channel name (pyust run goes on without the timer)
+        pytest.skip("this LTTng refuses a channel named metadata")
     out = tmp_path / "t"
     program = make_program(
         "import glob, os, sys, time\n"
