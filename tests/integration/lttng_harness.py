@@ -365,11 +365,17 @@ def user_site_env(tmp_path: Path, **extra) -> tuple:
     return env, site
 
 
+# pyust run's options that set its session up with `lttng` commands (create, then
+# enable-channel, ...): without them `run -o DIR` sets it up through liblttng-ctl,
+# with no process a wrapper could hold.
+SETUP_BY_COMMANDS = ("--no-discard",)
+
+
 def lttng_held_at_setup(tmp_path: Path, seconds: int) -> dict:
     """A child environment whose `lttng` holds pyust run's session set-up for
-    `seconds`: `run -o DIR` sets its session up with one `lttng load` (held once
-    it is done), the other runs with create, enable-channel (held before), ...
-    The file tmp_path/held appears when the hold starts; wait_held() waits for it."""
+    `seconds`: `lttng load` once it is done (where liblttng-ctl cannot load), or before
+    `enable-channel` (run with SETUP_BY_COMMANDS). The file tmp_path/held appears when
+    the hold starts; wait_held() waits for it."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from lttng_harness import (PYTHON, child_env, lttng, lttng_held_at_setup, read_trace, run_pyust,
-                           session_names, unique_name, wait_held)
+from lttng_harness import (PYTHON, SETUP_BY_COMMANDS, child_env, lttng, lttng_held_at_setup,
+                           read_trace, run_pyust, session_names, unique_name, wait_held)
 
 # Prints its pid once its function runs, then waits in that function.
 WAITER = """\
@@ -58,8 +58,8 @@ def _tty_preexec() -> None:
 
 
 @contextlib.contextmanager
-def pyust_run(tmp_path, source: str, *, tty: bool = False, env=None):
-    """`pyust run` of source in a session of its own (with a pty as its
+def pyust_run(tmp_path, source: str, *, tty: bool = False, env=None, options=()):
+    """`pyust run [options]` of source in a session of its own (with a pty as its
     terminal when tty); yields (process, trace dir, session name, program pid
     or None, pty master or None). Killed, and its session destroyed, however
     the test ends."""
@@ -71,7 +71,8 @@ def pyust_run(tmp_path, source: str, *, tty: bool = False, env=None):
     if tty:
         master, slave = pty.openpty()
     child = subprocess.Popen(
-        [PYTHON, "-m", "pyust", "run", "--name", name, "-o", str(out), "--", str(program)],
+        [PYTHON, "-m", "pyust", "run", "--name", name, "-o", str(out), *options, "--",
+         str(program)],
         stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=env or child_env(), start_new_session=True,
         preexec_fn=_tty_preexec if tty else _default_signals)
@@ -220,7 +221,8 @@ def test_signal_before_the_program_starts_leaves_no_session(tmp_path):
     and pyust run dies of SIGHUP; the program never starts. A wrapper in
     front of the real lttng holds `enable-channel` long enough."""
     env = lttng_held_at_setup(tmp_path, 5)
-    with pyust_run(tmp_path, WAITER, env=env) as (child, out, name, program, _):
+    with pyust_run(tmp_path, WAITER, env=env,
+                   options=SETUP_BY_COMMANDS) as (child, out, name, program, _):
         wait_held(tmp_path)
         assert name in session_names()  # created, the program not started
         child.send_signal(signal.SIGHUP)
