@@ -25,7 +25,7 @@ another module's private names:
   (command-line support: UsageError, the parser, option types), pth;
 - libraries, which never touch argparse and raise their own errors: lttng (sessions and
   channels), sessiond, kernel and perf_ctf, babeltrace (running babeltrace2 and reading
-  its answers), salvage, live, native, remote, children;
+  its answers), salvage, live, native, attach_target and remote (attach), children;
 - commands: pyust.commands, one module per command (run, attach, report, top,
   activation for enable/disable, cflags, hook for the hook mode's argparse path), and
   live_options, the live-session options that run and attach share;

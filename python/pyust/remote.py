@@ -25,8 +25,8 @@ Root attaching to another user's process trusts nothing of that user's:
   user's, and root only reads it: each answer opened without following a link,
   a regular file of that user's, at most 64 KiB, read as a literal and checked;
   what the target says (its errors, its back end) reaches the terminal escaped;
-- nothing of the process is run: its interpreter's version is read from the
-  libpython it maps or from its executable's symbols (Py_Version) as data, and
+- nothing of the process is run: its interpreter's version is read as data
+  (pyust/attach_target.py, which checks a process before pyust gets in), and
   sys.remote_exec on 3.14+ comes from this interpreter or from an interpreter
   of the target's version that only root can have written.
 
@@ -46,13 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import elf
 from .args import user_name
-
-# The interpreters pyust supports, as in scripts/setup and pyust/__init__.py.
-OLDEST = (3, 10)
-NEWEST = (3, 15)
-REMOTE_EXEC = (3, 14)  # sys.remote_exec from here on; gdb before
+from .attach_target import REMOTE_EXEC, AttachError, Target, escaped
 
 # What the target runs first, in __main__'s namespace (gdb's pending call runs
 # it with PyRun_SimpleString, sys.remote_exec as the file trampoline.py): it
@@ -127,40 +122,6 @@ _pyust_step()
 '''
 
 
-class AttachError(Exception):
-    """pyust cannot attach to (or detach from) the process; one line says why and
-    what to change."""
-
-
-class Target:
-    """A running process to trace: pid, its executable, its interpreter's
-    version (major, minor), its user id."""
-
-    def __init__(self, pid: int, exe: str, version: tuple, uid: int):
-        self.pid = pid
-        self.exe = exe
-        self.version = version
-        self.uid = uid
-
-    @property
-    def version_text(self) -> str:
-        return "%d.%d" % self.version
-
-    def is_alive(self) -> bool:
-        """True while the process exists (a zombie counts as gone)."""
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as stream:
-                fields = stream.read().rsplit(b")", 1)[1].split()
-            return fields[0] != b"Z"
-        except (OSError, IndexError):
-            return False
-
-
-def _read(path: str, mode: str = "r"):
-    with open(path, mode) as stream:
-        return stream.read()
-
-
 def _write_file(path: str, data: bytes) -> None:
     """Writes a file of the control directory whole (a new file renamed into place),
     0644 whatever the umask: the target reads it. The directory is this user's alone;
@@ -193,142 +154,6 @@ def _only_root_writes(path: str) -> bool:
         return True
     except OSError:
         return False
-
-
-def _escaped(text: str) -> str:
-    """Text that came from the target (its words, its files' names) for a terminal,
-    perhaps root's: whatever is not printable (escape sequences, line breaks, bidi
-    overrides) written as an escape (\\x1b, \\u202e)."""
-    return "".join(character if character.isprintable()
-                   else character.encode("unicode_escape").decode("ascii") for character in text)
-
-
-# The version of a CPython older than 3.10 (it has _PyRuntime, but none of the symbols
-# that 3.10 added): which one does not matter, pyust refuses them all.
-_OLDER = (3, 9)
-
-
-def _python_version(pid: int, exe: str) -> tuple | None:
-    """The version of the interpreter in process pid: from the libpython it maps,
-    else from the Py_Version its executable holds (3.11+, a statically linked
-    CPython), else from its executable's name (python3.12), else 3.10 or _OLDER
-    for an executable with CPython's _PyRuntime and without Py_Version; None when
-    the process runs no CPython. All read as data: the executable may be any
-    user's, and root runs nothing of it."""
-    try:
-        maps = _read(f"/proc/{pid}/maps")
-    except OSError:
-        maps = ""
-    found = re.search(r"/libpython(\d+)\.(\d+)[a-z]*\.so", maps)
-    if found:
-        return int(found.group(1)), int(found.group(2))
-    symbols, py_version = {}, None
-    try:
-        # The file the process runs, even if its path now names another one.
-        fd = os.open(f"/proc/{pid}/exe", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        fd = None
-    if fd is not None:
-        try:
-            symbols = elf.defined_symbols(fd, {"Py_Version", "_PyRuntime",
-                                               "PyModule_AddObjectRef"})
-            if "Py_Version" in symbols:
-                py_version = elf.read_unsigned(fd, symbols["Py_Version"])
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-    if py_version and "_PyRuntime" in symbols:
-        return py_version >> 24 & 0xFF, py_version >> 16 & 0xFF  # PY_VERSION_HEX
-    found = re.fullmatch(r"python(\d+)\.(\d+)[a-z]*", os.path.basename(exe))
-    if found:
-        return int(found.group(1)), int(found.group(2))
-    if "_PyRuntime" in symbols:  # a CPython from before Py_Version
-        return (3, 10) if "PyModule_AddObjectRef" in symbols else _OLDER
-    return None
-
-
-def _ptrace_scope() -> int:
-    try:
-        return int(_read("/proc/sys/kernel/yama/ptrace_scope").strip())
-    except (OSError, ValueError):
-        return 0  # no Yama: classic ptrace permissions
-
-
-def inspect(pid: int) -> Target:
-    """The process pid, checked for what attaching needs: that it exists, runs a
-    CPython pyust supports, may be ptraced by this user, and (3.14+) allows
-    remote debugging. Raises AttachError otherwise."""
-    if pid <= 0:
-        raise AttachError(f"{pid} is not a process id")
-    if pid == os.getpid():
-        raise AttachError("pyust attach cannot trace itself")
-    try:
-        status = _read(f"/proc/{pid}/status")
-    except FileNotFoundError:
-        raise AttachError(f"no process with pid {pid}") from None
-    except OSError as error:
-        raise AttachError(f"cannot read process {pid}: {error.strerror}") from None
-    uid = int(re.search(r"^Uid:\s+\d+\s+(\d+)", status, re.M).group(1))
-    try:
-        exe = os.readlink(f"/proc/{pid}/exe")
-    except PermissionError:
-        raise AttachError(f"process {pid} runs as user {user_name(uid)}: run pyust attach as "
-                          "that user or as root") from None
-    except OSError:
-        raise AttachError(f"process {pid} has no executable (a kernel thread or a zombie): "
-                          "not a Python process") from None
-    exe = exe.removesuffix(" (deleted)")
-    version = _python_version(pid, exe)
-    if version is None:
-        raise AttachError(f"process {pid} is not a Python process (it runs {_escaped(exe)})")
-    if not OLDEST <= version <= NEWEST:
-        which = "a CPython older than 3.10" if version == _OLDER else \
-            f"Python {version[0]}.{version[1]}"
-        raise AttachError(f"process {pid} runs {which}: pyust supports CPython "
-                          f"{OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]}")
-    if os.geteuid() != 0:
-        if uid != os.geteuid():
-            raise AttachError(f"process {pid} runs as user {user_name(uid)}: run pyust "
-                              "attach as that user or as root")
-        scope = _ptrace_scope()
-        if scope >= 1:
-            raise AttachError(
-                f"this kernel lets only a parent (or root) debug a process "
-                f"(kernel.yama.ptrace_scope = {scope}): run pyust attach as root, or "
-                "`sysctl kernel.yama.ptrace_scope=0` (as root) to let a user attach to "
-                "their own processes")
-    elif _ptrace_scope() >= 3:
-        raise AttachError("this kernel forbids attaching to any process "
-                          "(kernel.yama.ptrace_scope = 3, until the next boot)")
-    target = Target(pid, exe, version, uid)
-    if version >= REMOTE_EXEC:
-        _check_remote_debug(target)
-    elif shutil.which("gdb") is None:
-        raise AttachError(f"attaching to Python {target.version_text} needs gdb "
-                          "(apt-get install gdb); Python 3.14 and later need none")
-    return target
-
-
-def _check_remote_debug(target: Target) -> None:
-    """Refuses a 3.14+ target that disabled remote debugging, naming how."""
-    try:
-        environ = _read(f"/proc/{target.pid}/environ", "rb").split(b"\0")
-        argv = _read(f"/proc/{target.pid}/cmdline", "rb").split(b"\0")
-    except OSError:
-        return  # sys.remote_exec says so itself
-    how = None
-    if any(item.startswith(b"PYTHON_DISABLE_REMOTE_DEBUG=") and item != b"PYTHON_DISABLE_REMOTE_DEBUG="
-           for item in environ):
-        how = "its environment sets PYTHON_DISABLE_REMOTE_DEBUG"
-    for index, arg in enumerate(argv):
-        if arg == b"-X" and index + 1 < len(argv) and argv[index + 1] == b"disable_remote_debug":
-            how = "it runs with -X disable_remote_debug"
-        elif arg == b"-Xdisable_remote_debug":
-            how = "it runs with -X disable_remote_debug"
-    if how:
-        raise AttachError(f"process {target.pid} does not allow remote debugging ({how}): "
-                          "start it without that to attach")
 
 
 # The most pyust reads of one answer of the target's (a small dict's repr).
@@ -381,7 +206,7 @@ class Attachment:
         seconds. Raises AttachError."""
         result = self._step_in("start", wait, cancelled, on_wait)
         backend = result.get("backend")
-        self.backend = _escaped(backend[:100]) if isinstance(backend, str) else "?"
+        self.backend = escaped(backend[:100]) if isinstance(backend, str) else "?"
         self.is_attached = True
 
     def detach(self, wait: float) -> None:
@@ -491,11 +316,11 @@ class Attachment:
     def _explain(self, result: dict) -> str:
         error = result["error"]
         # The target's words, escaped: they reach a terminal perhaps root's.
-        error = _escaped(error[:1000]) if isinstance(error, str) else "an unreadable error"
+        error = escaped(error[:1000]) if isinstance(error, str) else "an unreadable error"
         if result.get("import") or "Cannot load pyust's native hook" in error:
             return (f"process {self.target.pid} (Python {self.target.version_text}) {error}; "
                     f"install pyust for its interpreter: scripts/setup --python "
-                    f"{_escaped(self.target.exe)}")
+                    f"{escaped(self.target.exe)}")
         return f"process {self.target.pid}: {error}"
 
     def _write_step(self, action: str) -> None:
@@ -595,7 +420,7 @@ class Attachment:
             capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
             lines = (result.stderr or result.stdout).strip().splitlines()
-            raise AttachError(self._remote_exec_failure(_escaped(lines[-1]) if lines else
+            raise AttachError(self._remote_exec_failure(escaped(lines[-1]) if lines else
                                                         f"status {result.returncode}"))
 
     def _interpreter(self) -> str:
@@ -615,7 +440,7 @@ class Attachment:
                 return candidate
         raise AttachError(
             f"process {self.target.pid} runs Python {self.target.version_text} from "
-            f"{_escaped(self.target.exe)}, which root does not run (another user could have "
+            f"{escaped(self.target.exe)}, which root does not run (another user could have "
             f"written it), and there is no {name} of root's: run pyust attach with a Python "
             f"{self.target.version_text} of root's (python{self.target.version_text} -m pyust "
             "attach), or as the target's user")
@@ -702,4 +527,4 @@ def _gdb_error(output: str) -> str:
     """gdb's last line that says what went wrong."""
     lines = [line for line in output.splitlines()
              if line.strip() and not line.startswith(("[", "Reading", "Restoring", "PYUST"))]
-    return _escaped(lines[-1]) if lines else "no output"  # it may quote the target's files
+    return escaped(lines[-1]) if lines else "no output"  # it may quote the target's files

@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 
-from .. import args as cli_args, babeltrace, live, lttng, remote, sessiond, tally
+from .. import args as cli_args, attach_target, babeltrace, live, lttng, remote, sessiond, tally
 from ..args import UsageError
 from . import live_options
 
@@ -67,8 +67,8 @@ def main(argv: list) -> int:
     _check_options(args)
     trace_format = cli_args.trace_format(args, lttng.knows_trace_formats())
     try:
-        target = remote.inspect(args.pid)
-    except remote.AttachError as error:
+        target = attach_target.inspect(args.pid)
+    except attach_target.AttachError as error:
         print(f"pyust: error: {error}", file=sys.stderr)
         return 1
     sessiond.check_not_stopped(sessiond.current())
@@ -105,7 +105,7 @@ def main(argv: list) -> int:
               file=sys.stderr)
         recording.record(args.duration, ending)
         recording.stop(args.wait)
-    except remote.AttachError as error:
+    except attach_target.AttachError as error:
         if recording.began is None:  # nothing recorded: no trace to keep
             recording.discard(output)
         print(f"pyust: error: {error}", file=sys.stderr)
@@ -138,7 +138,7 @@ class _Recording:
     the process, the recording until its end, pyust stopped there and the session
     stopped; close() undoes whatever of it was done, whatever failed."""
 
-    def __init__(self, target: remote.Target, recorder, relay: live.Relay | None):
+    def __init__(self, target: attach_target.Target, recorder, relay: live.Relay | None):
         self.target = target
         self.recorder = recorder  # the kernel's (--kernel), or None
         self.relay = relay
