@@ -270,13 +270,19 @@ def _code_target(source: str, args: list) -> Target:
     except SyntaxError as error:
         _reraise_as_untraced(error, None)
     if sys.version_info >= (3, 13):
-        # From 3.13, `python -c` keeps the code's source in linecache (its private
-        # _register_code), so that its tracebacks show the lines: as it does.
+        # From 3.13, `python -c` keeps the code's source in linecache, so that its
+        # tracebacks show the lines: as it does. Where linecache has a cache of code
+        # objects (_interactive_cache, 3.13.5 and later), by the code (_register_code);
+        # before that (3.13.0), under the name "<string>", where tracebacks look.
         import linecache
 
         register = getattr(linecache, "_register_code", None)
-        if register is not None:
+        if register is not None and hasattr(linecache, "_interactive_cache"):
             register(code, source, "<string>")
+        else:
+            linecache.cache["<string>"] = (len(source), None,
+                                           [line + "\n" for line in source.splitlines()],
+                                           "<string>")
     main_globals = _new_main(
         __name__="__main__",
         __loader__=sys.modules["_frozen_importlib"].BuiltinImporter,

@@ -109,3 +109,23 @@ def test_missing_program_fails_as_python_does(tmp_path, target, status, how):
         assert traced.stderr.startswith(untraced.stderr), traced.stderr
     else:
         assert traced.stderr == untraced.stderr
+
+
+@pytest.mark.parametrize("how", ["hook", "run"])
+def test_code_tracebacks_show_their_lines_as_untraced(tmp_path, how):
+    """An exception out of `-c CODE` is told with the same lines as `python -c CODE`
+    tells it: from 3.13 with the code's own line under each frame (before: pyenv's
+    3.13.0 printed the frames without their lines under pyust)."""
+    code = "def f():\n    return 1 / 0\nf()\n"
+    untraced = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True,
+                              env=child_env(), cwd=tmp_path, timeout=RUN_TIMEOUT)
+    if how == "hook":
+        command = [PYTHON, "-m", "pyust", "--", "-c", code]
+    else:
+        command = [PYTHON, "-m", "pyust", "run", "--name", unique_name("tb"), "-o",
+                   str(tmp_path / "trace"), "--", "-c", code]
+    traced = subprocess.run(command, capture_output=True, text=True, env=child_env(),
+                            cwd=tmp_path, timeout=RUN_TIMEOUT)
+    assert traced.returncode == untraced.returncode == 1
+    told = [line for line in traced.stderr.splitlines() if not line.startswith("pyust: ")]
+    assert told == untraced.stderr.splitlines()
