@@ -29,8 +29,9 @@ another module's private names:
 - commands: pyust.commands, one module per command (run, attach, report, top,
   activation for enable/disable, cflags, hook for the hook mode's argparse path), and
   live_options, the live-session options that run and attach share;
-- cli, which only picks the command and ends its errors (`python -m pyust` goes from
-  __main__ through _runner to it).
+- cli, which only picks the command and ends its errors;
+- __main__, the way in (`python -m pyust`, the pyust command, pyust run's child): it holds
+  the table of the commands and sends a command line to _runner (the hook mode) or to cli.
 """
 
 import _thread

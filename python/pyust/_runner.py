@@ -14,23 +14,16 @@ The program must also start with the modules an untraced run has, plus the
 fewest of pyust's own: their import cost belongs to the program's profile,
 and import-order-sensitive code must see what it sees untraced. So this
 module, pyust and the native hook are all the hook mode loads before the
-program (not even threading: pyust waits for the program's import of it): the hook
-options are parsed here, by hand, and the command line (argparse,
-subprocess, ...) is imported only for the other commands, help and mistakes.
-No `from __future__ import` either: it imports the __future__ module.
+program (not even threading: pyust waits for the program's import of it), with
+pyust.__main__, which parses the hook options by hand (and which _forget_own_modules
+drops when it was imported rather than run); the command line (argparse, subprocess, ...)
+is imported only for the other commands, help and mistakes. No `from __future__ import`
+either: it imports the __future__ module.
 """
 
 import _io
 import os
 import sys
-
-# The commands of `python -m pyust COMMAND`; any other first word starts the
-# hook mode (see pyust.cli).
-SUBCOMMANDS = ("run", "attach", "report", "top", "enable", "disable", "cflags", "plugin-path")
-
-_HOOK_FLAGS = {"--c-calls": "c_calls", "--lines": "lines", "--fast": "fast",
-               "--no-dormant": "no_dormant"}
-_HOOK_VALUES = ("--modules", "--exclude")
 
 # python's own options, which may come before the program under pyust run (`pyust run --
 # -X dev app.py`: they go to the program's interpreter): those taking a value, attached
@@ -38,9 +31,11 @@ _HOOK_VALUES = ("--modules", "--exclude")
 _PYTHON_VALUE_OPTIONS = ("-X", "-W")
 _PYTHON_FLAGS = set("bBdEIOPqRsSuv")
 
-# Keeps pyust's own __main__ module alive once the program's replaces it in
-# sys.modules: its functions are running.
+# Keep pyust's own __main__ module alive once the program's replaces it in sys.modules, and
+# pyust.__main__ (imported by the pyust command, the console script and pyust run's child)
+# once _forget_own_modules drops it: their functions are running.
 _pyust_main = None
+_pyust_entry = None
 
 
 class TargetError(Exception):
@@ -60,40 +55,6 @@ class Target:
         self.path0 = path0
 
 
-def parse_hook_options(argv: list):
-    """(options, target argv) for hook options spelled exactly as documented,
-    or None for anything else (--help, abbreviations, mistakes, no program):
-    pyust.cli's parser takes those, with its messages."""
-    options = {"modules": [], "exclude": [], "c_calls": False, "lines": False, "fast": False,
-               "no_dormant": False}
-    index = 0
-    while index < len(argv):
-        word = argv[index]
-        if word == "--":
-            target = argv[index + 1:]
-            break
-        if not word.startswith("-"):
-            target = argv[index:]
-            break
-        if word in _HOOK_FLAGS:
-            options[_HOOK_FLAGS[word]] = True
-            index += 1
-            continue
-        name, equals, value = word.partition("=")
-        if name not in _HOOK_VALUES:
-            return None
-        if not equals:
-            index += 1
-            if index == len(argv) or argv[index].startswith("-"):
-                return None
-            value = argv[index]
-        options[name[2:]].append(value)
-        index += 1
-    else:
-        return None
-    return (options, target) if target else None
-
-
 def split_python_options(argv: list) -> tuple:
     """(python's options, the program) of a target: `-X dev -B app.py args` ->
     (["-X", "dev", "-B"], ["app.py", "args"])."""
@@ -109,44 +70,35 @@ def split_python_options(argv: list) -> tuple:
     return argv[:index], argv[index:]
 
 
-def main(argv=None, tally=None) -> int:
-    """`python -m pyust [hook options] -- PROGRAM` (and the `pyust` command, with argv
-    None: sys.argv[1:]): run PROGRAM under the hook;
-    the program's own exceptions (KeyboardInterrupt included) propagate
-    exactly as they would untraced. tally: pyust run's directory where the
-    process counts its events (pyust.tally)."""
-    if argv is None:
-        argv = sys.argv[1:]
-    if argv and argv[0] in SUBCOMMANDS:
-        parsed = None
-    else:
-        parsed = parse_hook_options(argv)
-    if parsed is None:
-        from pyust.cli import main as cli_main
-
-        return cli_main(argv)
-    return run_hook(*parsed, tally=tally)
-
-
 def _forget_own_modules() -> None:
-    """Modules that only pyust run's way of starting the program imported go, so that
-    the program starts with the modules `python PROGRAM` has:
+    """Modules that only pyust's way of starting the program imported go, so that the
+    program starts with the modules `python PROGRAM` has:
     - from 3.13 on, `python -c CODE` imports linecache to keep CODE's source for
       tracebacks; pyust run starts its child that way (commands.run.child_command), but the
       command is pyust's: linecache goes when it holds nothing else;
     - the sitecustomize that traces the program's children (children.py) stays in
       sys.modules when the interpreter has none of its own: it goes here. (In the
-      children themselves, no code of pyust's runs after site to drop it.)"""
+      children themselves, no code of pyust's runs after site to drop it);
+    - pyust.__main__, which the pyust command, the console script and pyust run's child
+      import to reach run_hook (`python -m pyust` runs it as __main__ instead, which the
+      program's __main__ replaces)."""
+    global _pyust_entry
     linecache = sys.modules.get("linecache")
     if linecache is not None and all(getattr(key, "co_filename", key) == "<string>"
                                      for key in getattr(linecache, "cache", {"": None})):
         del sys.modules["linecache"]
     if getattr(sys.modules.get("sitecustomize"), "pyust_placeholder", False):
         del sys.modules["sitecustomize"]
+    entry = sys.modules.pop("pyust.__main__", None)
+    if entry is not None:
+        _pyust_entry = entry
+        package = sys.modules.get("pyust")
+        if getattr(package, "__main__", None) is entry:
+            del package.__main__
 
 
 def run_hook(options: dict, target_argv: list, tally=None) -> int:
-    """Run the target under the hook with options (parse_hook_options'),
+    """Run the target under the hook with options (pyust.__main__.parse_hook_options'),
     counting its events in tally's directory when given."""
     _forget_own_modules()
     python_options, program = split_python_options(target_argv)

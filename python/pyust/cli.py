@@ -10,38 +10,18 @@ errors end.
     python -m pyust cflags [--cython]                        flags for run --native
     python -m pyust plugin-path                              where the babeltrace2 plugin is
 
-Each command is a module of pyust.commands with a main(argv); this module only picks
-it (imported when needed: `pyust report` loads nothing of run's) and ends its errors:
-a mistake on the command line prints one line `pyust: error: ...` and exits 2, a
-failure of LTTng, babeltrace2 or the file system one line and 1.
+pyust.__main__ calls this module, with its table of the commands (COMMANDS), for any
+command line that is not a hook mode it can run at once. Each command is a module of
+pyust.commands with a main(argv); this module only picks it (imported when needed: `pyust
+report` loads nothing of run's) and ends its errors: a mistake on the command line prints
+one line `pyust: error: ...` and exits 2, a failure of LTTng, babeltrace2 or the file system
+one line and 1.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-
-from . import _runner
-
-# name: (module of pyust.commands, its function, what it does). The names are
-# _runner.SUBCOMMANDS, which the hook mode's own parser sets aside.
-COMMANDS = {
-    "run": ("run", "main", "create an LTTng session, trace the program into it, print a "
-                           "summary"),
-    "attach": ("attach", "main", "trace a Python process that is already running (pyust "
-                                 "attach PID)"),
-    "report": ("report", "main", "profiles, call trees, flame graphs of a trace (through "
-                                 "babeltrace2)"),
-    "top": ("top", "main", "the hottest functions of a live session, refreshed every second"),
-    "enable": ("activation", "enable_main", "trace every interpreter of this environment when "
-                                            "a variable is set"),
-    "disable": ("activation", "disable_main", "undo enable"),
-    "cflags": ("cflags", "main", "compiler flags that instrument an extension for run "
-                                 "--native"),
-    "plugin-path": ("plugin_path", "main", "the directory of pyust's babeltrace2 plugin, for "
-                                           "babeltrace2 --plugin-path"),
-}
-assert tuple(COMMANDS) == _runner.SUBCOMMANDS
 
 _EPILOG_TAIL = """
 Without a command, pyust only installs its hook and runs the program: record
@@ -57,31 +37,32 @@ pyust(1) for the hook mode and the overview, pyust-COMMAND(1) for each command
 """
 
 
-def epilog() -> str:
-    """The commands, as `pyust --help` lists them."""
+def epilog(commands: dict) -> str:
+    """The commands (pyust.__main__.COMMANDS), as `pyust --help` lists them."""
     from .args import program
 
     lines = ["commands:"]
-    lines += [f"  {name:<12} {summary}" for name, (_, _, summary) in COMMANDS.items()]
+    lines += [f"  {name:<12} {summary}" for name, (_, _, summary) in commands.items()]
     return "\n".join(lines) + "\n" + _EPILOG_TAIL.format(pyust=program())
 
 
-def main(argv: list | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def main(argv: list, commands: dict) -> int:
+    """Run `pyust ARGV`: the command argv[0] names in commands (pyust.__main__.COMMANDS), or
+    else the hook mode through argparse (--help, abbreviations, mistakes)."""
     from .args import UsageError
 
-    if not argv or argv[0] not in COMMANDS:
+    if not argv or argv[0] not in commands:
         # The program's own exceptions (KeyboardInterrupt included) propagate
         # exactly as they would untraced.
         from .commands import hook
 
         try:
-            return hook.main(argv, epilog())
+            return hook.main(argv, epilog(commands))
         except UsageError as error:
             print(f"pyust: error: {error}", file=sys.stderr)
             return 2
     _stop_activation_tracing()
-    module, function, _ = COMMANDS[argv[0]]
+    module, function, _ = commands[argv[0]]
     command = getattr(importlib.import_module(f"pyust.commands.{module}"), function)
     try:
         return command(argv[1:])

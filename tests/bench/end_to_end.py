@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from run_startup import timed  # noqa: E402  (the bench folder is not a package)
+from startup import timed  # noqa: E402  (the bench folder is not a package)
 
 PROGRAM = """\
 import sys

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""What pyust's start-up costs a user: `pyust --help`, and what `pyust run` adds to a hello
-world, beside the untraced interpreter's own start-up measured in the same run.
+"""What pyust's start-up costs a user: `pyust --help`, what `pyust run` adds to a hello
+world, and what its event count costs on a real program, beside the untraced interpreter's
+own start-up measured in the same run.
 
     python3 tests/bench/startup.py [--rounds N] [--pause SECONDS] [--build DIR]
-                                   [--baseline DIR] [--python PATH]
+                                   [--baseline DIR] [--python PATH] [--no-jinja2]
 
 Runs N rounds (default 11) of each case, in a new order each round, and prints the median,
 minimum and maximum wall time of each, what it adds to `hello` and its ratio to it, and the
@@ -15,6 +16,13 @@ loaded machine moves less:
   hook       python -m pyust -- hello.py                     (the hook, no session)
   run        python -m pyust run --no-count -- hello.py      (target: adds at most 0.1 s)
   run-count  python -m pyust run -- hello.py                 (and the summary's count)
+  jinja2     python render.py                                (a template rendered 300 times)
+  j-nocount  python -m pyust run --no-count -- render.py
+  j-run      python -m pyust run -- render.py
+
+and, per build, what the count costs on the jinja2 program, j-run minus j-nocount, as a share
+of j-nocount (issue 12's target: at most 10%). jinja2 comes from Debian's python3-jinja2; its
+three cases are left out with --no-jinja2, or when --python cannot import it.
 
 `run` writes where a user's run writes, lttng's directory under $LTTNG_HOME or the home
 directory (each run's trace is removed at once). The pyust package is --build's (default:
@@ -35,13 +43,43 @@ import compileall
 import glob
 import os
 import random
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 
-from run_startup import REPO, timed
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+HELLO = "print('hello')\n"
+RENDER = """\
+import jinja2
+env = jinja2.Environment()
+template = env.from_string(
+    "{% for i in items %}<li>{{ i.name|upper }} {{ i.value * 2 }}</li>{% endfor %}")
+items = [{"name": f"n{i}", "value": i} for i in range(200)]
+for _ in range(300):
+    template.render(items=items)
+"""
+
+
+def timed(command: list, env: dict, cwd: str) -> tuple:
+    """(wall, cpu) seconds of command: cpu is the user and system time of the
+    command and its children (lttng, babeltrace2, the program; not the session
+    daemon's), which a loaded machine moves less than the wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    result = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, timeout=600)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {result.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def main() -> int:
@@ -51,6 +89,7 @@ def main() -> int:
     parser.add_argument("--build", default=os.path.join(REPO, "build", "python"))
     parser.add_argument("--baseline", help="another build's python directory")
     parser.add_argument("--python", default="/usr/bin/python3")
+    parser.add_argument("--no-jinja2", action="store_true", help="leave the jinja2 cases out")
     args = parser.parse_args()
 
     builds = {"new": args.build}
@@ -64,6 +103,10 @@ def main() -> int:
             env.pop(name, None)
         envs[label] = env
     py = args.python
+    jinja2 = not args.no_jinja2 and subprocess.run(
+        [py, "-c", "import jinja2"], stderr=subprocess.DEVNULL).returncode == 0
+    if not args.no_jinja2 and not jinja2:
+        print(f"{py} has no jinja2 (apt-get install python3-jinja2): its cases are left out\n")
     traces = os.path.join(os.environ.get("LTTNG_HOME") or os.path.expanduser("~"),
                           "lttng-traces")
     work = tempfile.mkdtemp(prefix="pyust-startup-")
@@ -82,11 +125,21 @@ def main() -> int:
             (f"run-count/{label}", label,
              lambda: [py, "-m", "pyust", "run", *session(), "--", "hello.py"]),
         ]
+    if jinja2:
+        cases.append(("jinja2", "new", lambda: [py, "render.py"]))
+        for label in builds:
+            cases += [
+                (f"j-nocount/{label}", label,
+                 lambda: [py, "-m", "pyust", "run", "--no-count", *session(), "--", "render.py"]),
+                (f"j-run/{label}", label,
+                 lambda: [py, "-m", "pyust", "run", *session(), "--", "render.py"]),
+            ]
     times = {name: [] for name, _, _ in cases}
     cpus = {name: [] for name, _, _ in cases}
     try:
-        with open(os.path.join(work, "hello.py"), "w") as file:
-            file.write("print('hello')\n")
+        for name, text in (("hello.py", HELLO), ("render.py", RENDER)):
+            with open(os.path.join(work, name), "w") as file:
+                file.write(text)
         for name, label, command in cases:  # a first run of each, not counted
             timed(command(), envs[label], work)
         order = random.Random(1)
@@ -118,6 +171,11 @@ def main() -> int:
         print(f"{label}: --help takes {median[f'help/{label}']:.3f} s (target: at most 0.1 s); "
               f"run --no-count adds {median[f'run/{label}'] - floor:.3f} s to hello.py "
               f"(target: at most 0.1 s), the count {median[f'run-count/{label}'] - floor:.3f} s")
+        if jinja2:
+            count = median[f"j-run/{label}"] - median[f"j-nocount/{label}"]
+            print(f"{label}: the count costs {count:.3f} s on jinja2, "
+                  f"{100 * count / median[f'j-nocount/{label}']:.0f}% of its traced run "
+                  f"({median[f'j-nocount/{label}']:.3f} s; target: at most 10%)")
     return 0
 
 

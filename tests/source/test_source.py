@@ -1,6 +1,8 @@
 """The sources keep STYLE.md's conventions that tools can check: every C and C++ file laid out
 by clang-format (.clang-format at the root; tracepoints/ is LTTng's macro language and opts out),
-and no Python file with what pyflakes finds (unused imports and names, undefined names).
+no Python file with what pyflakes finds (unused imports and names, undefined names), and no
+import circle in the pyust package (python/pyust): its imports, at a module's top or inside a
+function, go one way.
 
 The layout is the one clang-format 14 (Debian 12's) makes: other versions lay the same
 .clang-format out differently (19 and 21 move hundreds of lines), so the layout is checked only
@@ -10,6 +12,7 @@ skips, naming the version it found, elsewhere.
     /usr/bin/python3 -m pytest tests/source
 """
 
+import ast
 import re
 import shutil
 import subprocess
@@ -92,3 +95,85 @@ def test_python_sources_pass_pyflakes():
     result = subprocess.run([sys.executable, "-m", "pyflakes", *files], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def module_name(path, top):
+    """The dotted name of the module in path, a file under top (python/pyust/commands/run.py
+    -> pyust.commands.run; a package's __init__.py names the package)."""
+    parts = list(path.relative_to(top.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(top):
+    """{module: the modules of the package in directory top that it imports}, from every import
+    statement of its source: at its top, in a function (a lazy import closes a circle as
+    surely, once it runs), under a condition. `from P import x` imports P and, when x is a
+    module of P, P.x; `import a.b` imports a and a.b."""
+    modules = {module_name(path, top): path for path in sorted(top.rglob("*.py"))}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    parts = alias.name.split(".")
+                    imported.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module
+                parts = source.split(".")
+                imported.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+                imported.update(f"{source}.{alias.name}" for alias in node.names)
+        graph[name] = sorted(imported & modules.keys() - {name})
+    return graph
+
+
+def import_circles(graph):
+    """Each circle of graph, as the list of its modules from its first (by name) back to it."""
+    circles = set()
+    done = set()
+
+    def visit(module, path):
+        for target in graph[module]:
+            if target in path:
+                circle = path[path.index(target):]
+                first = circle.index(min(circle))
+                circles.add(tuple(circle[first:] + circle[:first]))
+            elif target not in done:
+                visit(target, path + [target])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module])
+    return [list(circle) + [circle[0]] for circle in sorted(circles)]
+
+
+def test_import_circles_are_found_in_lazy_and_relative_imports(tmp_path):
+    top = tmp_path / "pkg"
+    (top / "sub").mkdir(parents=True)
+    (top / "__init__.py").write_text("")
+    (top / "sub" / "__init__.py").write_text("")
+    (top / "a.py").write_text("from .sub import b\n")
+    (top / "sub" / "b.py").write_text("import os\n\ndef f():\n    from .. import a\n")
+    (top / "c.py").write_text("import pkg.a\nfrom pkg import sub\n")
+    graph = import_graph(top)
+    assert graph["pkg.c"] == ["pkg", "pkg.a", "pkg.sub"]
+    assert import_circles(graph) == [["pkg.a", "pkg.sub.b", "pkg.a"]]
+    (top / "sub" / "b.py").write_text("import os\n")
+    assert import_circles(import_graph(top)) == []
+
+
+def test_python_package_has_no_import_circle():
+    """One direction only (pyust.__main__ -> pyust._runner, pyust.cli -> the commands): a
+    circle makes a module's import order decide which names exist when, and hides which
+    module is the way in."""
+    graph = import_graph(ROOT / "python" / "pyust")
+    assert len(graph) > 30 and "pyust.commands.run" in graph
+    circles = import_circles(graph)
+    assert not circles, "import circles in python/pyust: " + "; ".join(
+        " -> ".join(circle) for circle in circles)

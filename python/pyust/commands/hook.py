@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import _runner, args as cli_args
+from .. import args as cli_args
 
 
 def main(argv: list, epilog: str) -> int:
@@ -21,4 +21,6 @@ def main(argv: list, epilog: str) -> int:
     args = parser.parse_args(argv)
     target_argv = cli_args.split_target(args, parser.prog)
     options = dict(cli_args.hook_options(args), no_dormant=args.no_dormant)
+    from .. import _runner  # not for --help, which ends in parse_args
+
     return _runner.run_hook(options, target_argv)

@@ -492,14 +492,14 @@ def child_command(hook_flags: list, target: list, tally: str | None = None,
                   python_options: list = ()) -> list:
     """The command of the child interpreter: `python [python_options] -m pyust [hook
     options] -- PROGRAM`, but started with -c: -m would import runpy and its 18 modules
-    into the program before its first line (pyust._runner then makes
-    sys.argv, sys.orig_argv, sys.path[0] and __main__ what `python PROGRAM`
-    makes them). tally: the directory where it counts its events."""
+    into the program before its first line (pyust.__main__ hands it to pyust._runner,
+    which then makes sys.argv, sys.orig_argv, sys.path[0] and __main__ what `python
+    PROGRAM` makes them). tally: the directory where it counts its events."""
     code = _CHILD_CODE % (f", tally={tally!r}" if tally else "")
     return [sys.executable, *python_options, "-c", code, *hook_flags, "--", *target]
 
 
-_CHILD_CODE = "import sys; from pyust._runner import main; sys.exit(main(sys.argv[1:]%s))"
+_CHILD_CODE = "import sys; from pyust.__main__ import main; sys.exit(main(sys.argv[1:]%s))"
 
 
 def exit_like(status: int) -> int:
