@@ -2,7 +2,7 @@
 by clang-format (.clang-format at the root; tracepoints/ is LTTng's macro language and opts out),
 no Python file with what pyflakes finds (unused imports and names, undefined names), and no
 import circle in the pyust package (python/pyust): its imports, at a module's top or inside a
-function, go one way.
+function, go one way. No product source file has more than 700 lines.
 
 The layout is the one clang-format 14 (Debian 12's) makes: other versions lay the same
 .clang-format out differently (19 and 21 move hundreds of lines), so the layout is checked only
@@ -13,6 +13,7 @@ skips, naming the version it found, elsewhere.
 """
 
 import ast
+import os
 import re
 import shutil
 import subprocess
@@ -95,6 +96,22 @@ def test_python_sources_pass_pyflakes():
     result = subprocess.run([sys.executable, "-m", "pyflakes", *files], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+# The most lines one product source file may have: past it, a file does more than one job
+# (issue 28). Tests, benchmarks and documents are not product sources.
+MAX_LINES = 700
+PRODUCT_SOURCES = ("src/*", "tracepoints/*", "python/*", "cyg_profile/*", "scripts/*")
+
+
+def test_no_product_source_file_is_over_the_line_limit():
+    files = [name for name in tracked(*PRODUCT_SOURCES)
+             if name.endswith((".cpp", ".hpp", ".h", ".c", ".py", ".in", ".js", ".css", ".pyx"))
+             or "/scripts/" in name]
+    assert len(files) > 100
+    long = {os.path.relpath(name, ROOT): count for name in files
+            if (count := len(Path(name).read_bytes().splitlines())) > MAX_LINES}
+    assert not long, f"over {MAX_LINES} lines: {long}"
 
 
 def module_name(path, top):
