@@ -1,19 +1,16 @@
-"""Shared by every pytest suite under tests/: the integration harness
-(tests/integration/lttng_harness.py) on the import path, and one session
-daemon for the whole run (the running one, or one started here)."""
+"""Shared by every pytest suite under tests/: one session daemon for the whole
+run (the running one, or one started here), and a local user for a test that
+needs one. The harness itself is the package pyusttest (tests/utils/pyusttest),
+on the import path through pytest.ini."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "integration"))
-
-from local_user import LocalUser, needs_local_user  # noqa: E402
-from lttng_harness import lttng  # noqa: E402
+from pyusttest.local_user import LocalUser, needs_local_user
+from pyusttest.sessions import lttng
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lttng_harness import PYTHON, PYUST_PATH, python_version
+from pyusttest.environment import PYTHON, PYUST_PATH, python_version
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

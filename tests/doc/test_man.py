@@ -6,7 +6,7 @@ page, every event and field of the provider `python` one of pyust-events(7). The
 
 The pages are the build under test's: $PYUST_MAN_PATH (scripts/test sets BUILD/doc/man), else
 build/doc/man. The commands are $PYUST_TEST_PATH's package run by $PYUST_TEST_PYTHON, the plugin
-lttng_harness.plugin_dir()'s. Nothing here needs a session: a few seconds in all.
+pyusttest.environment.plugin_dir()'s. Nothing here needs a session: a few seconds in all.
 
     PYUST_MAN_PATH=build/doc/man /usr/bin/python3 -m pytest tests/doc
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import PYTHON, PYUST_PATH, plugin_dir
+from pyusttest.environment import PYTHON, PYUST_PATH, plugin_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "doc" / "man"

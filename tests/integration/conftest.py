@@ -1,4 +1,4 @@
-"""Fixtures of the integration suite (helpers: lttng_harness.py)."""
+"""Fixtures of the integration suite (helpers: the package pyusttest)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from lttng_harness import Session
+from pyusttest.sessions import Session
 
 
 @pytest.fixture

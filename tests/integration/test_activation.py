@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import PYTHON, PYUST_PATH, child_env
+from pyusttest.environment import PYTHON, PYUST_PATH, child_env
 
 # What the program sees at its first line.
 MODULES = "import sys; print(sorted(sys.modules))"

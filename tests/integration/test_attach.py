@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from attach_harness import (BUSY, NAMES, THREAD_NAME, end_program, finish_attach, start_attach,
-                            start_program, start_users_program, ticks_by_thread, wait_attached,
-                            window)
-from lttng_harness import (PYTHON, PYUST_PATH, READER, assert_balanced, child_env, python_version,
-                           read_trace, user_site_env)
+from pyusttest.attach import (BUSY, NAMES, THREAD_NAME, end_program, finish_attach, start_attach,
+                              start_program, start_users_program, ticks_by_thread, wait_attached,
+                              window)
+from pyusttest.environment import (PYTHON, PYUST_PATH, READER, child_env, python_version,
+                                   user_site_env)
+from pyusttest.traces import assert_balanced, read_trace
 
 pytestmark = pytest.mark.skipif(
     python_version(PYTHON) < (3, 14) and shutil.which("gdb") is None,

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from lttng_harness import (PYTHON, assert_balanced, backend, child_env, python_version,
-                           run_hooked, run_plain)
+from pyusttest.environment import PYTHON, backend, child_env, python_version
+from pyusttest.run import run_hooked, run_plain
+from pyusttest.traces import assert_balanced
 
 PROGRAMS = {
     "normal": "print('out')\n",
@@ -120,7 +121,8 @@ def test_session_started_after_the_program_gets_the_names(session, make_program,
     when a session starts: automatically, and on pyust.rundown()."""
     import subprocess
 
-    from lttng_harness import PYTHON, Session, child_env
+    from pyusttest.environment import PYTHON, child_env
+    from pyusttest.sessions import Session
 
     session.destroy()  # this test runs its own, later session
     program = make_program("""\

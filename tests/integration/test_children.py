@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import FAST, PYTHON, assert_balanced, child_env, read_trace, user_site_env
+from pyusttest.environment import FAST, PYTHON, child_env, user_site_env
+from pyusttest.traces import assert_balanced, read_trace
 
 PARENT = """\
 import subprocess, sys

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import (PYTHON, PYUST_PATH, SETUP_BY_COMMANDS, child_env, default_sigint,
-                           lttng, lttng_held_at_setup, read_trace, run_plain, run_pyust,
-                           session_names, unique_name, wait_held)
+from pyusttest.environment import PYTHON, PYUST_PATH, child_env
+from pyusttest.run import default_sigint, run_plain, run_pyust
+from pyusttest.sessions import (SETUP_BY_COMMANDS, lttng, lttng_held_at_setup, session_names,
+                                unique_name, wait_held)
+from pyusttest.traces import read_trace
 
 SIMPLE = "def f():\n    return 1\nfor _ in range(10):\n    f()\nprint('done')\n"
 
@@ -419,7 +421,7 @@ def test_enable_disable_pth(make_program, tmp_path, session):
     """`pyust enable VAR` traces every interpreter of the environment whose
     VAR is set; `disable` undoes it. The user site directory stands in for
     the environment's site-packages."""
-    from lttng_harness import user_site_env
+    from pyusttest.environment import user_site_env
 
     env, site = user_site_env(tmp_path)
     enabled = subprocess.run([PYTHON, "-m", "pyust", "enable", "MY_TRACE"], capture_output=True,

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import subprocess
 
-from lttng_harness import PYTHON, Session, assert_balanced, child_env, slow_replies_library
+from pyusttest.environment import PYTHON, child_env
+from pyusttest.sessions import Session, slow_replies_library
+from pyusttest.traces import assert_balanced
 
 LONG_RUNNING = """\
 import sys, time

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from lttng_harness import assert_balanced, child_env, run_hooked, run_plain
+from pyusttest.environment import child_env
+from pyusttest.run import run_hooked, run_plain
+from pyusttest.traces import assert_balanced
 
 # Every kind of frame entry: plain and recursive calls, calls by keyword and with defaults,
 # methods, properties, a warmed __getitem__, __getattr__, __getattribute__ and __init__, generators driven by for/next/send/throw/close, yield from,

@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from lttng_harness import (MILLION_EVENTS, PYTHON, RUN_TIMEOUT, Trace, child_env,
-                           count_trace, read_trace)
+from pyusttest.environment import PYTHON, RUN_TIMEOUT, child_env
+from pyusttest.run import MILLION_EVENTS
+from pyusttest.traces import Trace, count_trace, read_trace
 
 MIXED = """\
 import threading

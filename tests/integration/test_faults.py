@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from lttng_harness import (FAST, MILLION_EVENTS, PYTHON, assert_balanced, child_env,
-                           default_sigint, read_trace, run_hooked, run_pyust)
+from pyusttest.environment import FAST, PYTHON, child_env
+from pyusttest.run import MILLION_EVENTS, default_sigint, run_hooked, run_pyust
+from pyusttest.traces import assert_balanced, read_trace
 
 
 def test_fork_storm_with_a_busy_thread(session, make_program):

@@ -3,7 +3,8 @@ line events only for the included modules."""
 
 from __future__ import annotations
 
-from lttng_harness import child_env, run_hooked, run_plain
+from pyusttest.environment import child_env
+from pyusttest.run import run_hooked, run_plain
 
 
 def make_packages(tmp_path):
@@ -92,7 +93,7 @@ def test_api_filters_and_restart_with_new_ones(session, make_program, tmp_path):
 
 def test_activation_variable_takes_filters(session, tmp_path):
     make_packages(tmp_path)
-    from lttng_harness import PYTHON
+    from pyusttest.environment import PYTHON
     import subprocess
 
     program = tmp_path / "act.py"

@@ -9,7 +9,9 @@ import subprocess
 
 import pytest
 
-from lttng_harness import PYTHON, assert_balanced, run_hooked, run_pyust
+from pyusttest.environment import PYTHON
+from pyusttest.run import run_hooked, run_pyust
+from pyusttest.traces import assert_balanced
 
 # ping and pong each run inner(), which switches to the other three times; the
 # main greenlet starts ping from main() and gets ping's result when it ends.

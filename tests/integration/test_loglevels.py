@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from lttng_harness import lttng, read_trace, run_pyust, unique_name
+from pyusttest.run import run_pyust
+from pyusttest.sessions import lttng, unique_name
+from pyusttest.traces import read_trace
 
 PROGRAM = """\
 def f(x):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import subprocess
 import time
 
-from lttng_harness import FAST, PYTHON, read_trace, run_pyust
+from pyusttest.environment import FAST, PYTHON
+from pyusttest.run import run_pyust
+from pyusttest.traces import read_trace
 
 # Calls intruder() until killed, after saying it runs (its hook is dormant until a session
 # enables python:*, then wakes within 50 ms).

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 
-from lttng_harness import (child_env, count_trace, read_trace, run_pyust,
-                           slow_replies_library)
+from pyusttest.environment import child_env
+from pyusttest.run import run_pyust
+from pyusttest.sessions import slow_replies_library
+from pyusttest.traces import count_trace, read_trace
 
 # Every way a traced process can end: normally, through os._exit() in a forked child (no
 # interpreter exit: atexit and the fast mode's final flush are skipped unless pyust wraps

@@ -16,8 +16,11 @@ import time
 
 import pytest
 
-from lttng_harness import (PYTHON, SETUP_BY_COMMANDS, child_env, lttng, lttng_held_at_setup,
-                           read_trace, run_pyust, session_names, unique_name, wait_held)
+from pyusttest.environment import PYTHON, child_env
+from pyusttest.run import run_pyust
+from pyusttest.sessions import (SETUP_BY_COMMANDS, lttng, lttng_held_at_setup, session_names,
+                                unique_name, wait_held)
+from pyusttest.traces import read_trace
 
 # Prints its pid once its function runs, then waits in that function.
 WAITER = """\

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lttng_harness import (FAST, PYTHON, assert_balanced, folded, python_version, run_hooked,
-                           run_pyust, setprofile_flow)
+from pyusttest.environment import FAST, PYTHON, python_version
+from pyusttest.run import run_hooked, run_pyust, setprofile_flow
+from pyusttest.traces import assert_balanced, folded
 
 FOO_BAR_BAZ = """\
 def baz():
@@ -213,7 +214,7 @@ def test_threads_started_before_and_after_start(session, make_program):
         early.join()
         pyust.stop()
         """)
-    from lttng_harness import run_plain
+    from pyusttest.run import run_plain
 
     result = run_plain([program])
     assert result.returncode == 0, result.stderr
@@ -406,7 +407,7 @@ def test_calls_counted_like_sys_setprofile(session, make_program, tmp_path):
         sys.setprofile(None)
         print(json.dumps(counts))
         """, name="counter.py")
-    from lttng_harness import run_plain
+    from pyusttest.run import run_plain
     import json
 
     expected_raw = json.loads(run_plain([counter]).stdout)

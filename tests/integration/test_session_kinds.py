@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 import subprocess
 
-from lttng_harness import (PYTHON, RUN_TIMEOUT, Session, child_env, folded, lttng, read_trace,
-                           run_pyust)
+from pyusttest.environment import PYTHON, RUN_TIMEOUT, child_env
+from pyusttest.run import run_pyust
+from pyusttest.sessions import Session, lttng
+from pyusttest.traces import folded, read_trace
 
 # outer() calls middle() 20 times, which calls leaf() 10,000 times: 200,000
 # calls whose first ones a small flight recorder has long overwritten.

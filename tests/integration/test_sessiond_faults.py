@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import PYTHON, PYUST_PATH, READ_TIMEOUT, RUN_TIMEOUT, child_env
+from pyusttest.environment import PYTHON, PYUST_PATH, READ_TIMEOUT, RUN_TIMEOUT, child_env
 
 NOBODY = 65534
 # The program runs about two seconds, calling work() all along; it prints

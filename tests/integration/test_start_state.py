@@ -13,7 +13,9 @@ import subprocess
 
 import pytest
 
-from lttng_harness import PYTHON, RUN_TIMEOUT, child_env, run_pyust, unique_name
+from pyusttest.environment import PYTHON, RUN_TIMEOUT, child_env
+from pyusttest.run import run_pyust
+from pyusttest.sessions import unique_name
 
 # Prints, at its first line, what the interpreter looks like.
 PROBE = """\

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from lttng_harness import PYTHON, assert_balanced, run_hooked, run_plain
+from pyusttest.environment import PYTHON
+from pyusttest.run import run_hooked, run_plain
+from pyusttest.traces import assert_balanced
 
 # 3.13 has _interpreters; 3.9 to 3.12 _xxsubinterpreters. run_string raises in
 # some versions and returns the exception's description in others.

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import subprocess
 
-from lttng_harness import PYTHON, read_trace, run_plain, run_pyust, user_site_env
+from pyusttest.environment import PYTHON, user_site_env
+from pyusttest.run import run_plain, run_pyust
+from pyusttest.traces import read_trace
 
 PROGRAM = """\
 import sys, threading, time

@@ -18,7 +18,8 @@ import subprocess
 
 import pytest
 
-from lttng_harness import FAST, PYTHON, child_env, native_stacks
+from pyusttest.environment import FAST, PYTHON, child_env
+from pyusttest.run import native_stacks
 
 PROGRAM = """\
 import asyncio

@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from lttng_harness import PYTHON, child_env, folded, python_version, run_pyust
+from pyusttest.environment import PYTHON, child_env, python_version
+from pyusttest.run import run_pyust
+from pyusttest.traces import folded
 
 # The main thread writes 4 KiB ten times per round while the file GO exists, and says
 # how many rounds it made when it is gone.

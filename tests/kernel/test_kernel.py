@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import PYTHON, PYUST_PATH, child_env, folded, run_pyust
+from pyusttest.environment import PYTHON, PYUST_PATH, child_env
+from pyusttest.run import run_pyust
+from pyusttest.traces import folded
 
 PROGRAM = """\
     import os, sys, time

@@ -1,12 +1,12 @@
 """Fixtures of the live-session tests: the session daemon (the running one, or one
 started here) and a relay daemon of our own on free loopback ports, stopped at the
-end. Helpers are in live_harness.py."""
+end. Helpers are in pyusttest.live."""
 
 from __future__ import annotations
 
 import pytest
 
-from live_harness import Relayd
+from pyusttest.live import Relayd
 
 
 @pytest.fixture(scope="session")

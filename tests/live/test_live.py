@@ -13,13 +13,12 @@ import time
 
 import pytest
 
-from attach_harness import (BUSY, NAMES, end_program, finish_attach, start_attach, start_program,
-                            wait_attached, wait_counts_settled)
-from live_harness import (PYTHON, TOP_TIMEOUT, LiveRun, Relayd, RelayHost, child_env,
-                          destroy_when_answered, free_ports, listens, lttng,
-                          needs_network_namespaces, plugin_path, pyust, session_names,
-                          unique_name)
-from lttng_harness import python_version
+from pyusttest.attach import (BUSY, NAMES, end_program, finish_attach, start_attach, start_program,
+                              wait_attached, wait_counts_settled)
+from pyusttest.environment import PYTHON, child_env, python_version
+from pyusttest.live import (TOP_TIMEOUT, LiveRun, Relayd, RelayHost, destroy_when_answered,
+                            free_ports, listens, needs_network_namespaces, plugin_path, pyust)
+from pyusttest.sessions import lttng, session_names, unique_name
 
 # How long a test waits for a `pyust run` or `pyust attach` whose relay daemon was lost:
 # bounded, so that without the fix the test fails (TCP would give up after 15 minutes).

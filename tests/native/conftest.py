@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-
-from lttng_harness import PYTHON, ROOT  # noqa: E402
+from pyusttest.environment import PYTHON, ROOT
 
 
 class Examples:

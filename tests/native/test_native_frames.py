@@ -17,7 +17,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from lttng_harness import PYTHON, child_env, folded, run_pyust
+from pyusttest.environment import PYTHON, child_env
+from pyusttest.run import run_pyust
+from pyusttest.traces import folded
 
 # Cython's functions by the Python names they implement: outer's wrapper and implementation
 # (__pyx_pw_4foo2_1outer, __pyx_pf_4foo2_outer) are one frame.

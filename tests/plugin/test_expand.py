@@ -17,7 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from lttng_harness import PYTHON, python_version, run_pyust
+from pyusttest.environment import PYTHON, python_version
+from pyusttest.run import run_pyust
 from test_golden import CASES as STANDARD_CASES
 from test_golden import babeltrace2, flat, run_case
 

@@ -17,18 +17,14 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-
-from damage_corpus import default_plugin_path, sanitizer_env  # noqa: E402
-from lttng_harness import folded  # noqa: E402
+from pyusttest.damage_corpus import default_plugin_path, sanitizer_env
+from pyusttest.traces import folded
 
 HERE = Path(__file__).resolve().parent
 LIMIT = 120.0

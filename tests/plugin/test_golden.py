@@ -6,7 +6,7 @@ is compared with expect/CASE.FORMAT.expect. Real babeltrace2, every run under a
 timeout. Regenerate the expected files after an intended change with
 PYUST_UPDATE_GOLDEN=1, then review the diff.
 
-The plugin is lttng_harness.plugin_dir()'s: $PYUST_PLUGIN_PATH, else the build
+The plugin is pyusttest.environment.plugin_dir()'s: $PYUST_PLUGIN_PATH, else the build
 under test's src/plugin (what scripts/setup builds). Run with Debian's interpreter,
 which has bt2 and pytest:
 
@@ -24,7 +24,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from lttng_harness import plugin_dir as harness_plugin_dir, run_pyust
+from pyusttest.environment import plugin_dir as harness_plugin_dir
+from pyusttest.run import run_pyust
 
 HERE = Path(__file__).resolve().parent
 EXPECT = HERE / "expect"
@@ -290,7 +291,7 @@ foo()
 def real_trace():
     work = Path(tempfile.mkdtemp(prefix="pyust-golden-"))
     (work / "fbb.py").write_text(PROGRAM)
-    # The interpreter under test and its pyust, as every suite (lttng_harness).
+    # The interpreter under test and its pyust, as every suite (pyusttest.environment).
     result = run_pyust(["run", "-o", str(work / "trace"), "--", "fbb.py"], cwd=work)
     assert result.returncode == 0, "pyust run failed: " + result.stderr[-500:]
     yield work / "trace"

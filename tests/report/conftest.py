@@ -1,10 +1,10 @@
-"""Fixtures of the `pyust report` tests (helpers: report_harness.py)."""
+"""Fixtures of the `pyust report` tests (helpers: pyusttest.report)."""
 
 from __future__ import annotations
 
 import pytest
 
-from report_harness import FOO_BAR_BAZ, trace_program
+from pyusttest.report import FOO_BAR_BAZ, trace_program
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from lttng_harness import PYUST_PATH
+from pyusttest.environment import PYUST_PATH
 
 sys.path.insert(0, PYUST_PATH)
 ctf = importlib.import_module("pyust.ctf")

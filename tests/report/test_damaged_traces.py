@@ -2,8 +2,8 @@
 crashes, and never drops data without saying so; `pyust report` salvages the complete
 packets and says what it left out.
 
-The corpus and its checks are in damage_corpus.py (which also runs as a script, e.g. under
-AddressSanitizer). The default run takes the truncations, the metadata cases and 16 bit
+The corpus and its checks are in pyusttest.damage_corpus (which also runs as a script, e.g.
+under AddressSanitizer). The default run takes the truncations, the metadata cases and 16 bit
 flips; the marker `stress` adds the 500 seeded bit flips.
 """
 
@@ -16,8 +16,8 @@ import subprocess
 
 import pytest
 
-import damage_corpus as corpus
-from report_harness import report
+from pyusttest import damage_corpus as corpus
+from pyusttest.report import report
 
 QUICK_FLIPS = range(16)
 STRESS_FLIPS = range(500)

@@ -15,8 +15,8 @@ import textwrap
 
 import pytest
 
-from lttng_harness import PYTHON, RUN_TIMEOUT, child_env
-from report_harness import ok, trace_program
+from pyusttest.environment import PYTHON, RUN_TIMEOUT, child_env
+from pyusttest.report import ok, trace_program
 
 # Runs a program under cProfile and prints {"file\0line\0name": calls} as JSON. From
 # getstats(), per code object: pstats keeps one of the code objects that share a

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from report_harness import BAD_INPUT_LIMIT, child_env, ok, one_error_line, report
+from pyusttest.environment import child_env
+from pyusttest.report import BAD_INPUT_LIMIT, ok, one_error_line, report
 
 
 def fails(*args, env=None) -> str:

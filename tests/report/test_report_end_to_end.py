@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import folded
-from report_harness import (PYTHON, child_env, ok, profile_rows, report, top_level_time,
-                            trace_program)
+from pyusttest.environment import PYTHON, child_env
+from pyusttest.report import ok, profile_rows, report, top_level_time, trace_program
+from pyusttest.traces import folded
 
 COUNTS_PROGRAM = """\
 def leaf(i):

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from lttng_harness import PYUST_PATH
+from pyusttest.environment import PYUST_PATH
 
 sys.path.insert(0, PYUST_PATH)
 args = importlib.import_module("pyust.args")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from report_harness import ok
+from pyusttest.report import ok
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
                   "--disable-background-networking", "--disable-component-update",

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import RUN_TIMEOUT, folded, read_trace
-from report_harness import (PYTHON, child_env, ok, one_error_line, profile_rows, report,
-                            trace_program)
+from pyusttest.environment import PYTHON, RUN_TIMEOUT, child_env
+from pyusttest.report import ok, one_error_line, profile_rows, report, trace_program
+from pyusttest.traces import folded, read_trace
 
 # 2,000 functions, each called once: a tree and a profile far bigger than a pipe's buffer.
 WIDE = "\n".join(f"def f{i}():\n    return {i}\n" for i in range(2000)) + "\n" + \

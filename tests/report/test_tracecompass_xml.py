@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from report_harness import ROOT
+from pyusttest.environment import ROOT
 
 ANALYSIS = ROOT / "scripts" / "tracecompass" / "pyust-callstack.xml"
 SCHEMA_DIR = ROOT.parent / "shared" / "tracecompass-xsd"

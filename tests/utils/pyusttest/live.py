@@ -1,6 +1,6 @@
 """Helpers of the live-session tests (`pyust run --live`, `pyust top`): a relay daemon
 of our own, the interpreter and package under test (PYUST_TEST_PYTHON,
-PYUST_TEST_PATH: see tests/integration/lttng_harness.py, whose helpers these reuse),
+PYUST_TEST_PATH: see pyusttest.environment, whose helpers these reuse),
 and a `pyust run --live` running in the background.
 
 Every babeltrace2 or `pyust top` run is bounded by a timeout; every session has a
@@ -16,16 +16,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-
-from lttng_harness import (PYTHON, RUN_TIMEOUT, child_env, plugin_dir,  # noqa: E402
-                           lttng, session_names, unique_name)
+from pyusttest.environment import PYTHON, RUN_TIMEOUT, child_env, plugin_dir
+from pyusttest.sessions import lttng, session_names, unique_name
 
 TOP_TIMEOUT = 30
 WAIT_TIMEOUT = 30
@@ -203,7 +200,7 @@ def destroy_when_answered(name: str, timeout: float = 180) -> None:
 
 
 def plugin_path() -> list:
-    """babeltrace2's --plugin-path for the plugin under test (lttng_harness.plugin_dir), or
+    """babeltrace2's --plugin-path for the plugin under test (pyusttest.environment.plugin_dir), or
     nothing (the system's)."""
     directory = plugin_dir()
     return ["--plugin-path", directory] if directory else []

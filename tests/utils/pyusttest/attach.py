@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from lttng_harness import FAST, PYTHON, child_env
+from pyusttest.environment import FAST, PYTHON, child_env
 
 # A busy program: the main thread and two workers call tick() while the file GO
 # exists, and each writes how many calls it made to COUNT-NAME when it stops.

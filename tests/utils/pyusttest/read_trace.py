@@ -1,5 +1,5 @@
 """Print a CTF trace's events as JSON lines, read with babeltrace2's Python
-bindings (bt2). Run by the tests in a subprocess, under a timeout, so that a
+bindings (bt2). Run by pyusttest.traces in a subprocess, under a timeout, so that a
 damaged trace that makes babeltrace2 spin fails a test instead of hanging it.
 
     read_trace.py TRACE [--expand PLUGIN_DIR] [--count]

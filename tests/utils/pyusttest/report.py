@@ -1,7 +1,7 @@
 """Helpers of the `pyust report` tests: trace fixed programs with `pyust run`, then
 run `pyust report` on the traces, with the interpreter and package under test
-(PYUST_TEST_PYTHON, PYUST_TEST_PATH: see tests/integration/lttng_harness.py,
-whose helpers these reuse).
+(PYUST_TEST_PYTHON, PYUST_TEST_PATH: see pyusttest.environment, whose helpers
+these reuse).
 
 A session records every process that emits python:* events on the machine, so
 each traced program is told apart by its pid: the process that registered code
@@ -11,15 +11,13 @@ from the program's file.
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-
-from lttng_harness import PYTHON, ROOT, RUN_TIMEOUT, Trace, child_env, read_trace  # noqa: E402
+from pyusttest.environment import PYTHON, RUN_TIMEOUT, child_env
+from pyusttest.traces import Trace, read_trace
 
 # The bad-input cases must answer within this many seconds (issue 4).
 BAD_INPUT_LIMIT = 10.0
@@ -127,6 +125,5 @@ def one_error_line(result: Result) -> str:
     return lines[0]
 
 
-__all__ = ["BAD_INPUT_LIMIT", "FOO_BAR_BAZ", "PYTHON", "ROOT", "Traced", "trace_program",
-           "report", "ok", "profile_rows", "top_level_time", "one_error_line",
-           "child_env"]
+__all__ = ["BAD_INPUT_LIMIT", "FOO_BAR_BAZ", "Traced", "trace_program", "report", "ok",
+           "profile_rows", "top_level_time", "one_error_line"]

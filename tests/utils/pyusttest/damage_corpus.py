@@ -19,8 +19,8 @@ sink.pyust.report (with and without salvage=yes):
 
 Run as a script for the full corpus, e.g. under AddressSanitizer and UBSan:
 
-    /usr/bin/python3 tests/report/damage_corpus.py --trace T --plugin-path build-asan/src/plugin \\
-        --sanitize --flips 0:500
+    PYTHONPATH=tests/utils /usr/bin/python3 -m pyusttest.damage_corpus --trace T \\
+        --plugin-path build-asan/src/plugin --sanitize --flips 0:500
 
 (T: a trace recorded by `pyust run`, with several packets per stream; without --trace one
 is recorded.)
@@ -41,9 +41,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-
-from lttng_harness import PYTHON, PYUST_PATH, folded, plugin_dir  # noqa: E402
+from pyusttest.environment import PYTHON, PYUST_PATH, plugin_dir
+from pyusttest.traces import folded
 
 # Every reader must answer within this many seconds (issue 7).
 LIMIT = 10.0
@@ -412,7 +411,7 @@ def run_case(trace: Path, case: Case, workdir: Path, plugin_path: str,
 
 
 def default_plugin_path() -> str:
-    """The plugin under test (lttng_harness.plugin_dir)."""
+    """The plugin under test (pyusttest.environment.plugin_dir)."""
     return plugin_dir()
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from lttng_harness import PYTHON, PYUST_PATH, RUN_TIMEOUT, child_env
+from pyusttest.environment import PYTHON, PYUST_PATH, RUN_TIMEOUT, child_env
 
 
 def _readable_by_others(path: str) -> bool:
