@@ -1,9 +1,9 @@
 // The module filter of the reports (see module_filter.hpp).
-#include "module_filter.hpp"
+#include "analysis/module_filter.hpp"
 
 #include <stdexcept>
 
-#include "prefix_table.hpp"
+#include "prefix/prefix_table.hpp"
 
 namespace pyust::analysis {
 

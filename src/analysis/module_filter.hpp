@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stack_model.hpp"
+#include "analysis/stack_model.hpp"
 
 namespace pyust::analysis {
 

@@ -1,4 +1,4 @@
-#include "native_names.hpp"
+#include "analysis/native_names.hpp"
 
 #include <cxxabi.h>
 

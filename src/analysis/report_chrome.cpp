@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "report_common.hpp"
-#include "reports.hpp"
+#include "analysis/report_common.hpp"
+#include "analysis/reports.hpp"
 
 namespace pyust::analysis {
 

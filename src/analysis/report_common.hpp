@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "reports.hpp"
+#include "analysis/reports.hpp"
 
 namespace pyust::analysis {
 

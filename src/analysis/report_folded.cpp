@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "report_common.hpp"
-#include "reports.hpp"
+#include "analysis/report_common.hpp"
+#include "analysis/reports.hpp"
 
 namespace pyust::analysis {
 

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "report_common.hpp"
-#include "reports.hpp"
+#include "analysis/report_common.hpp"
+#include "analysis/reports.hpp"
 
 namespace pyust::analysis {
 

@@ -9,15 +9,15 @@
 #include <tuple>
 #include <vector>
 
-#include "report_common.hpp"
-#include "reports.hpp"
+#include "analysis/report_common.hpp"
+#include "analysis/reports.hpp"
 
 namespace pyust::analysis {
 
 namespace {
 
-#include "flamegraph_css.inc"
-#include "flamegraph_js.inc"
+#include "analysis/flamegraph_css.inc"
+#include "analysis/flamegraph_js.inc"
 
 std::string xml_text(const std::string& text)
 {

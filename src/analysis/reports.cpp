@@ -3,7 +3,7 @@
 // incomplete (write_gaps) and of what the limits cut (cut_note). Each format has a file of its
 // own: report_profile.cpp, report_tree.cpp, report_lines.cpp, report_folded.cpp,
 // report_chrome.cpp, report_svg.cpp (with flamegraph.js and flamegraph.css), report_top.cpp.
-#include "reports.hpp"
+#include "analysis/reports.hpp"
 
 #include <algorithm>
 #include <cinttypes>
@@ -13,7 +13,7 @@
 #include <set>
 #include <vector>
 
-#include "report_common.hpp"
+#include "analysis/report_common.hpp"
 
 namespace pyust::analysis {
 

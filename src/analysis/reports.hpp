@@ -11,7 +11,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "stack_model.hpp"
+#include "analysis/stack_model.hpp"
 
 namespace pyust::analysis {
 

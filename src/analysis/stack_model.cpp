@@ -1,7 +1,7 @@
 // The stack-rebuilding core (see stack_model.hpp).
-#include "stack_model.hpp"
+#include "analysis/stack_model.hpp"
 
-#include "native_names.hpp"
+#include "analysis/native_names.hpp"
 
 #include <algorithm>
 #include <cstdio>

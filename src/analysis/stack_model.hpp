@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "thread_key.hpp"
+#include "analysis/thread_key.hpp"
 
 namespace pyust::analysis {
 

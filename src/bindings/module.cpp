@@ -5,11 +5,11 @@
 
 #include <unistd.h>
 
-#include "backend.hpp"
-#include "hook.hpp"
-#include "registration.hpp"
-#include "stacks.hpp"
-#include "tally.hpp"
+#include "hook/backend.hpp"
+#include "hook/hook.hpp"
+#include "hook/registration.hpp"
+#include "hook/stacks.hpp"
+#include "hook/tally.hpp"
 
 namespace py = pybind11;
 namespace hook = pyust::hook;

@@ -6,8 +6,8 @@
 // requires the GIL.
 #pragma once
 
-#include "hook.hpp"
-#include "python_compat.hpp"
+#include "hook/hook.hpp"
+#include "hook/python_compat.hpp"
 
 // Whether the frame-evaluation back end is built (3.11 on). Free-threaded builds
 // are left out: the function keeps process-wide state under the GIL.

@@ -10,7 +10,7 @@
 // call made from below them shows they have returned (at the latest at stop()).
 // That is why this back end serves only starts where no other thread runs
 // Python code (why_not()).
-#include "backend_eval.hpp"
+#include "hook/backend_eval.hpp"
 
 #if PYUST_HAS_EVAL_BACKEND
 
@@ -36,11 +36,11 @@
 #undef Py_BUILD_CORE
 #pragma GCC diagnostic pop
 
-#include "backend.hpp"
-#include "registration.hpp"
-#include "session.hpp"
-#include "stacks.hpp"
-#include "state.hpp"
+#include "hook/backend.hpp"
+#include "hook/registration.hpp"
+#include "hook/session.hpp"
+#include "hook/stacks.hpp"
+#include "hook/state.hpp"
 
 namespace pyust::hook::eval_frame {
 

@@ -9,12 +9,12 @@
 // lines, C calls, a taken slot and the rest (why_not()).
 #pragma once
 
-#include "backend.hpp" // PYUST_HAS_EVAL_BACKEND
-#include "python_compat.hpp"
+#include "hook/backend.hpp" // PYUST_HAS_EVAL_BACKEND
+#include "hook/python_compat.hpp"
 
 #if PYUST_HAS_EVAL_BACKEND
 
-#include "hook.hpp"
+#include "hook/hook.hpp"
 
 namespace pyust::hook::eval_frame {
 

@@ -21,19 +21,19 @@
 // the interpreter soon runs Python code without them. They also make 3.14's
 // close() of a suspended generator run its frame as any tool watching unwinds
 // sees it.
-#include "python_compat.hpp"
+#include "hook/python_compat.hpp"
 
 #if !PYUST_HAS_PER_THREAD_SETTERS
 
 #include <cstdio>
 #include <string>
 
-#include "backend.hpp"
-#include "backend_eval.hpp"
-#include "registration.hpp"
-#include "session.hpp"
-#include "stacks.hpp"
-#include "state.hpp"
+#include "hook/backend.hpp"
+#include "hook/backend_eval.hpp"
+#include "hook/registration.hpp"
+#include "hook/session.hpp"
+#include "hook/stacks.hpp"
+#include "hook/state.hpp"
 
 namespace pyust::hook {
 namespace {

@@ -12,19 +12,19 @@
 // On 3.11 the fast mode runs on the frame-evaluation back end instead when it
 // can (backend_eval.hpp): this file chooses, and closes the other threads'
 // stacks for it at stop().
-#include "python_compat.hpp"
+#include "hook/python_compat.hpp"
 
 #if PYUST_HAS_PER_THREAD_SETTERS
 
 #include <cstdio>
 #include <cstring>
 
-#include "backend.hpp"
-#include "backend_eval.hpp"
-#include "registration.hpp"
-#include "session.hpp"
-#include "stacks.hpp"
-#include "state.hpp"
+#include "hook/backend.hpp"
+#include "hook/backend_eval.hpp"
+#include "hook/registration.hpp"
+#include "hook/session.hpp"
+#include "hook/stacks.hpp"
+#include "hook/state.hpp"
 
 namespace pyust::hook {
 namespace {

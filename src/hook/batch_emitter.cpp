@@ -17,7 +17,7 @@
 // TSC (so CLOCK_MONOTONIC is a linear function of it), else from
 // CLOCK_MONOTONIC itself. Each batch carries a (TSC, CLOCK_MONOTONIC) pair
 // read together at its start and at its end; the reader interpolates.
-#include "emitter.hpp"
+#include "hook/emitter.hpp"
 
 #include <atomic>
 #include <cstdio>
@@ -31,9 +31,9 @@
 #include <x86intrin.h>
 
 #include "batch_records.hpp"
-#include "python_compat.hpp"
+#include "hook/python_compat.hpp"
+#include "hook/tally.hpp"
 #include "python_tp.h"
-#include "tally.hpp"
 
 namespace pyust::hook {
 

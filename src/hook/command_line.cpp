@@ -1,4 +1,4 @@
-#include "command_line.hpp"
+#include "hook/command_line.hpp"
 
 #include <cstdio>
 #include <cstring>

@@ -12,7 +12,7 @@
 //
 // The emitters (emitter.hpp), the registry, the tally and python_compat.hpp sit
 // below them all.
-#include "hook.hpp"
+#include "hook/hook.hpp"
 
 #include <memory>
 #include <new>
@@ -21,15 +21,15 @@
 
 #include <unistd.h>
 
-#include "backend.hpp"
-#include "command_line.hpp"
-#include "emitter.hpp"
-#include "fork.hpp"
-#include "session.hpp"
-#include "stacks.hpp"
-#include "state.hpp"
-#include "tally.hpp"
-#include "watcher.hpp"
+#include "hook/backend.hpp"
+#include "hook/command_line.hpp"
+#include "hook/emitter.hpp"
+#include "hook/fork.hpp"
+#include "hook/session.hpp"
+#include "hook/stacks.hpp"
+#include "hook/state.hpp"
+#include "hook/tally.hpp"
+#include "hook/watcher.hpp"
 
 namespace pyust::hook {
 

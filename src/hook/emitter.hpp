@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "registry.hpp"
+#include "hook/registry.hpp"
 
 namespace pyust::hook {
 

@@ -2,7 +2,7 @@
 // keep LTTng-UST, the watcher and the registry consistent across fork(), and
 // Python's os.fork() hooks that tell a fork Python goes on from (whose child
 // is traced as a process of its own) from subprocess's.
-#include "fork.hpp"
+#include "hook/fork.hpp"
 
 #include <cstdint>
 #include <string>
@@ -12,13 +12,13 @@
 
 #include <lttng/ust-fork.h>
 
-#include "emitter.hpp"
-#include "registration.hpp"
-#include "session.hpp"
-#include "stacks.hpp"
-#include "state.hpp"
-#include "tally.hpp"
-#include "watcher.hpp"
+#include "hook/emitter.hpp"
+#include "hook/registration.hpp"
+#include "hook/session.hpp"
+#include "hook/stacks.hpp"
+#include "hook/state.hpp"
+#include "hook/tally.hpp"
+#include "hook/watcher.hpp"
 
 namespace pyust::hook {
 

@@ -1,8 +1,8 @@
 // The standard mode: every Python event becomes one python:* tracepoint.
-#include "emitter.hpp"
+#include "hook/emitter.hpp"
 
+#include "hook/tally.hpp"
 #include "python_tp.h"
-#include "tally.hpp"
 
 namespace pyust::hook {
 namespace {

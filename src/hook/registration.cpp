@@ -7,14 +7,14 @@
 // registers it (allocations happen there, once per code object). Nothing here
 // raises into the traced program: any C-API failure is cleared and the event
 // is named "?".
-#include "registration.hpp"
+#include "hook/registration.hpp"
 
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "backend.hpp"
-#include "state.hpp"
+#include "hook/backend.hpp"
+#include "hook/state.hpp"
 
 namespace pyust::hook {
 

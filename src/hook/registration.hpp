@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "python_compat.hpp"
-#include "registry.hpp"
+#include "hook/python_compat.hpp"
+#include "hook/registry.hpp"
 
 namespace pyust::hook {
 

@@ -1,5 +1,5 @@
 // Code-object and thread registry of the hook (see registry.hpp).
-#include "registry.hpp"
+#include "hook/registry.hpp"
 
 #include <limits>
 #include <stdexcept>

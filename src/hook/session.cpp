@@ -1,7 +1,7 @@
 // How the hook follows the sessions (see session.hpp): the wait for a session
 // before the first event, the notice of one that starts recording later, and
 // the python:lost_start that says how long the process ran unrecorded.
-#include "session.hpp"
+#include "hook/session.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,8 +9,8 @@
 
 #include <lttng/ust-fork.h>
 
-#include "state.hpp"
-#include "tally.hpp"
+#include "hook/state.hpp"
+#include "hook/tally.hpp"
 
 namespace pyust::hook {
 

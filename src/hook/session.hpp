@@ -7,8 +7,8 @@
 // everything). Every function requires the GIL.
 #pragma once
 
-#include "emitter.hpp"
-#include "state.hpp"
+#include "hook/emitter.hpp"
+#include "hook/state.hpp"
 
 namespace pyust::hook {
 

@@ -1,15 +1,15 @@
 // What the trace is told about what already runs (see stacks.hpp): the stacks
 // of threads announced as calls and closed as returns, and the rundown that
 // names the process, its threads and its code again.
-#include "stacks.hpp"
+#include "hook/stacks.hpp"
 
 #include <new>
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "registration.hpp"
-#include "state.hpp"
+#include "hook/backend.hpp"
+#include "hook/registration.hpp"
+#include "hook/state.hpp"
 
 namespace pyust::hook {
 

@@ -6,7 +6,7 @@
 // the GIL and never raises into the traced program.
 #pragma once
 
-#include "python_compat.hpp"
+#include "hook/python_compat.hpp"
 
 namespace pyust::hook {
 

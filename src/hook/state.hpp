@@ -10,11 +10,11 @@
 #include <memory>
 #include <string>
 
-#include "emitter.hpp"
-#include "hook.hpp"
-#include "prefix_table.hpp"
-#include "python_compat.hpp"
-#include "registry.hpp"
+#include "hook/emitter.hpp"
+#include "hook/hook.hpp"
+#include "hook/python_compat.hpp"
+#include "hook/registry.hpp"
+#include "prefix/prefix_table.hpp"
 
 namespace pyust::hook {
 

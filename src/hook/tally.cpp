@@ -1,4 +1,4 @@
-#include "tally.hpp"
+#include "hook/tally.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hook.hpp"
+#include "hook/hook.hpp"
 
 namespace pyust::hook {
 namespace {

@@ -17,7 +17,7 @@
 // thread stuck at a RESUME by a signal only the main thread may handle (see
 // compat::k_traced_threads_spin_on_signals), which would otherwise hang the
 // program. The watcher then runs whatever the options (dormancy off too).
-#include "watcher.hpp"
+#include "hook/watcher.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -28,9 +28,9 @@
 
 #include <pthread.h>
 
-#include "backend.hpp"
-#include "session.hpp"
-#include "state.hpp"
+#include "hook/backend.hpp"
+#include "hook/session.hpp"
+#include "hook/state.hpp"
 
 namespace pyust::hook {
 

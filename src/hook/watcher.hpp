@@ -7,7 +7,7 @@
 // forget the thread. Every function requires the GIL unless it says otherwise.
 #pragma once
 
-#include "hook.hpp"
+#include "hook/hook.hpp"
 
 namespace pyust::hook {
 

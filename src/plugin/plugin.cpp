@@ -3,10 +3,10 @@
 // the parameters and the manual page (doc/man) that documents them, as babeltrace2's own do.
 #include <babeltrace2/babeltrace.h>
 
-#include "expand.hpp"
-#include "mip.hpp"
-#include "report.hpp"
-#include "stacks.hpp"
+#include "plugin/common/mip.hpp"
+#include "plugin/expand/expand.hpp"
+#include "plugin/report/report.hpp"
+#include "plugin/stacks/stacks.hpp"
 
 // The plugin descriptor macros use C designated initializers, which GCC accepts in C++17 as an
 // extension; the loader finds the descriptors through functions it looks up with dlsym, so they

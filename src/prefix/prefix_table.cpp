@@ -2,7 +2,7 @@
 // kernel (the reference the AVX2 one must agree with, and what CPUs without AVX2 run), the naive
 // reference of the tests, the Filter, and the choice of implementation, made once per process.
 // Compiled for the baseline CPU: nothing here may use AVX2.
-#include "prefix_table.hpp"
+#include "prefix/prefix_table.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,7 +11,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "prefix_kernels.hpp"
+#include "prefix/prefix_kernels.hpp"
 
 namespace pyust::prefix {
 

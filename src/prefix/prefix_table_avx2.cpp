@@ -6,7 +6,7 @@
 // Per group of 32 entries: three vector tests (length, distinguishing byte, boundary byte; see
 // prefix_kernels.hpp) give a bit mask of candidates, and only those get a full compare, first of
 // their 16 head bytes in a register, then of the rest 16 bytes at a time.
-#include "prefix_kernels.hpp"
+#include "prefix/prefix_kernels.hpp"
 
 #include <immintrin.h>
 

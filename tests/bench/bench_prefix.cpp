@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "prefix_table.hpp"
+#include "prefix/prefix_table.hpp"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "prefix_table.hpp"
+#include "prefix/prefix_table.hpp"
 
 namespace {
 

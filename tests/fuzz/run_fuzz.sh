@@ -20,7 +20,7 @@ if ! command -v "$cxx" >/dev/null 2>&1; then
 fi
 
 mkdir -p "$out/obj" "$out/corpus"
-flags="-std=c++17 -O1 -g -Wall -Wextra -Wpedantic -Werror -I$root/src/prefix"
+flags="-std=c++17 -O1 -g -Wall -Wextra -Wpedantic -Werror -I$root/src"
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 objects="$out/obj/prefix_table.o"
 case $(uname -m) in

@@ -2,7 +2,9 @@
 by clang-format (.clang-format at the root; tracepoints/ is LTTng's macro language and opts out),
 no Python file with what pyflakes finds (unused imports and names, undefined names), and no
 import circle in the pyust package (python/pyust): its imports, at a module's top or inside a
-function, go one way. No product source file has more than 700 lines.
+function, go one way. No product source file has more than 700 lines. Every include of one of our
+headers names its path from src/, the build's one include directory for them (src/meson.build):
+"hook/state.hpp", not "state.hpp" found through a folder's include path.
 
 The layout is the one clang-format 14 (Debian 12's) makes: other versions lay the same
 .clang-format out differently (19 and 21 move hundreds of lines), so the layout is checked only
@@ -194,3 +196,46 @@ def test_python_package_has_no_import_circle():
     circles = import_circles(graph)
     assert not circles, "import circles in python/pyust: " + "; ".join(
         " -> ".join(circle) for circle in circles)
+
+
+SRC = ROOT / "src"
+# The provider's headers are named from tracepoints/, the include directory of their own.
+TRACEPOINTS = ROOT / "tracepoints"
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def misnamed_includes(files):
+    """The `#include "NAME"` lines of these files that name one of our headers (a file of src/ or
+    tracepoints/, or a generated .inc) other than by its path from src/ or tracepoints/; a
+    generated header is named by its path from src/ in the build tree ("analysis/x.inc" where
+    src/analysis makes it). Each as "FILE:LINE: NAME (path: CANDIDATES)"."""
+    ours = {}
+    for folder in (SRC, TRACEPOINTS):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                ours.setdefault(path.name, []).append(str(path.relative_to(folder)))
+    found = []
+    for name in files:
+        for number, line in enumerate(Path(name).read_text(errors="replace").splitlines(), 1):
+            match = INCLUDE.match(line)
+            if match is None:
+                continue
+            included = match.group(1)
+            head, _, base = included.rpartition("/")
+            if (SRC / included).is_file() or (TRACEPOINTS / included).is_file():
+                continue
+            if base.endswith(".inc") and head and (SRC / head).is_dir():
+                continue
+            if base in ours or base.endswith(".inc"):
+                found.append("%s:%d: %s (path: %s)" % (
+                    Path(name).relative_to(ROOT), number, included,
+                    " or ".join(ours.get(base, ["FOLDER/" + base + ", FOLDER making it"]))))
+    return found
+
+
+def test_our_headers_are_included_by_their_path_from_src():
+    files = tracked("*.c", "*.h", "*.cpp", "*.hpp")
+    assert len(files) > 40
+    found = misnamed_includes(files)
+    assert not found, ("name these headers by their path from src/ (or tracepoints/):\n"
+                       + "\n".join(found))

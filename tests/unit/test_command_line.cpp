@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "command_line.hpp"
+#include "hook/command_line.hpp"
 
 using pyust::hook::join_command;
 

@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "module_filter.hpp"
+#include "analysis/module_filter.hpp"
 
 using pyust::analysis::ModuleFilter;
 using pyust::analysis::ThreadKey;

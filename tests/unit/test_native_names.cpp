@@ -2,7 +2,7 @@
 // the ones Cython 0.29.32 and 3.1.6 generate for the same module (they agree).
 #include <doctest/doctest.h>
 
-#include "native_names.hpp"
+#include "analysis/native_names.hpp"
 
 using pyust::analysis::cython_python_name;
 using pyust::analysis::readable_native_name;

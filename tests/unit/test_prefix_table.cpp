@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "prefix_table.hpp"
+#include "prefix/prefix_table.hpp"
 
 using pyust::prefix::default_implementation;
 using pyust::prefix::Filter;

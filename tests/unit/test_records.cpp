@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "batch_records.hpp"
-#include "records.hpp"
+#include "plugin/expand/records.hpp"
 
 using namespace pyust::plugin::expand;
 

@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "registry.hpp"
+#include "hook/registry.hpp"
 
 using pyust::hook::CodeInfo;
 using pyust::hook::make_code_id;

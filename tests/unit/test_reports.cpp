@@ -5,8 +5,8 @@
 #include <sstream>
 #include <string>
 
-#include "reports.hpp"
-#include "stack_model.hpp"
+#include "analysis/reports.hpp"
+#include "analysis/stack_model.hpp"
 
 using namespace pyust::analysis;
 

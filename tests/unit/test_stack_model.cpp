@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "stack_model.hpp"
+#include "analysis/stack_model.hpp"
 
 using namespace pyust::analysis;
 

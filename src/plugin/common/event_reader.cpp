@@ -1,16 +1,16 @@
 // Decoding of python:* events (see event_reader.hpp).
-#include "event_reader.hpp"
+#include "plugin/common/event_reader.hpp"
 
 #include <cstring>
 
-#include "bt_util.hpp"
-#include "fields.hpp"
+#include "plugin/common/bt_util.hpp"
+#include "plugin/common/fields.hpp"
 
 namespace pyust::plugin {
 
 namespace {
 
-#include "syscall_names.inc"
+#include "plugin/common/syscall_names.inc"
 
 // The kernel events of the model, by LTTng's and perf's names; syscall gets the system call's
 // name when the event's name carries it.

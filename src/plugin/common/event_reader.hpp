@@ -16,11 +16,11 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "class_memo.hpp"
+#include "plugin/common/class_memo.hpp"
 #include <vector>
 
-#include "fields.hpp"
-#include "stack_model.hpp"
+#include "analysis/stack_model.hpp"
+#include "plugin/common/fields.hpp"
 
 namespace pyust::plugin {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "bt_util.hpp"
+#include "plugin/common/bt_util.hpp"
 
 namespace pyust::plugin {
 

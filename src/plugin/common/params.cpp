@@ -1,11 +1,11 @@
 // Component parameters (see params.hpp).
-#include "params.hpp"
+#include "plugin/common/params.hpp"
 
 #include <cstring>
 #include <limits>
 #include <string_view>
 
-#include "bt_util.hpp"
+#include "plugin/common/bt_util.hpp"
 
 namespace pyust::plugin {
 

@@ -1,13 +1,13 @@
 // ExpandIterator (see expand_iterator.hpp): the intake of the fast mode's python:* events. A
 // batch's header and bytes are read and checked, the thread's sequence is followed (a gap is
 // records the tracer lost), and what is left of its records waits as a run.
-#include "expand_iterator.hpp"
+#include "plugin/expand/expand_iterator.hpp"
 
 #include <algorithm>
 #include <vector>
 
-#include "field_copy.hpp"
-#include "fields.hpp"
+#include "plugin/common/fields.hpp"
+#include "plugin/expand/field_copy.hpp"
 
 namespace pyust::plugin::expand {
 

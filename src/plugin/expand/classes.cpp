@@ -1,11 +1,11 @@
 // ClassCache (see classes.hpp): reading event and stream classes by their names.
-#include "classes.hpp"
+#include "plugin/expand/classes.hpp"
 
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "bt_util.hpp"
+#include "plugin/common/bt_util.hpp"
 
 namespace pyust::plugin::expand {
 

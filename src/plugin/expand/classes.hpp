@@ -10,9 +10,9 @@
 #include <memory>
 #include <unordered_map>
 
-#include "class_memo.hpp"
-#include "clock.hpp"
-#include "fields.hpp"
+#include "plugin/common/class_memo.hpp"
+#include "plugin/common/fields.hpp"
+#include "plugin/expand/clock.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -1,9 +1,9 @@
 // Clock (see clock.hpp): the conversions that go through libbabeltrace2.
-#include "clock.hpp"
+#include "plugin/expand/clock.hpp"
 
 #include <string>
 
-#include "bt_util.hpp"
+#include "plugin/common/bt_util.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -1,7 +1,7 @@
 // Diagnostics (see diagnostics.hpp): the text of each line.
-#include "diagnostics.hpp"
+#include "plugin/expand/diagnostics.hpp"
 
-#include "streams.hpp"
+#include "plugin/expand/streams.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "log.hpp"
-#include "records.hpp"
+#include "plugin/common/log.hpp"
+#include "plugin/expand/records.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -1,8 +1,8 @@
 // record_event() (see events.hpp): a record's event message, field by field.
-#include "events.hpp"
+#include "plugin/expand/events.hpp"
 
-#include "field_copy.hpp"
-#include "release_queue.hpp"
+#include "plugin/expand/field_copy.hpp"
+#include "plugin/expand/release_queue.hpp"
 
 namespace pyust::plugin::expand {
 

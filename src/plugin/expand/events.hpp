@@ -9,9 +9,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "bt_util.hpp"
-#include "classes.hpp"
-#include "records.hpp"
+#include "plugin/common/bt_util.hpp"
+#include "plugin/expand/classes.hpp"
+#include "plugin/expand/records.hpp"
 
 namespace pyust::plugin::expand {
 

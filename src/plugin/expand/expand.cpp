@@ -1,15 +1,15 @@
 // filter.pyust.expand (see expand.hpp): the component's C callbacks, each a noexcept bridge to
 // the C++ code (the settings here, the message iterator in expand_iterator.hpp).
-#include "expand.hpp"
+#include "plugin/expand/expand.hpp"
 
 #include <memory>
 #include <string>
 
-#include "bt_util.hpp"
-#include "expand_iterator.hpp"
-#include "filter_util.hpp"
-#include "params.hpp"
-#include "settings.hpp"
+#include "plugin/common/bt_util.hpp"
+#include "plugin/common/filter_util.hpp"
+#include "plugin/common/params.hpp"
+#include "plugin/expand/expand_iterator.hpp"
+#include "plugin/expand/settings.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -1,10 +1,10 @@
 // ExpandIterator (see expand_iterator.hpp): arrival, waiting and release.
-#include "expand_iterator.hpp"
+#include "plugin/expand/expand_iterator.hpp"
 
 #include <algorithm>
 
-#include "filter_util.hpp"
-#include "message_time.hpp"
+#include "plugin/common/filter_util.hpp"
+#include "plugin/expand/message_time.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -19,15 +19,15 @@
 #include <unordered_map>
 #include <utility>
 
-#include "bt_util.hpp"
-#include "classes.hpp"
-#include "clock.hpp"
-#include "diagnostics.hpp"
-#include "events.hpp"
-#include "release_queue.hpp"
-#include "settings.hpp"
-#include "streams.hpp"
-#include "thread_key.hpp"
+#include "analysis/thread_key.hpp"
+#include "plugin/common/bt_util.hpp"
+#include "plugin/expand/classes.hpp"
+#include "plugin/expand/clock.hpp"
+#include "plugin/expand/diagnostics.hpp"
+#include "plugin/expand/events.hpp"
+#include "plugin/expand/release_queue.hpp"
+#include "plugin/expand/settings.hpp"
+#include "plugin/expand/streams.hpp"
 
 namespace pyust::plugin::expand {
 

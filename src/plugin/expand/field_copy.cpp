@@ -1,9 +1,9 @@
 // copy_field() and same_value() (see field_copy.hpp): one branch per field class type.
-#include "field_copy.hpp"
+#include "plugin/expand/field_copy.hpp"
 
 #include <string_view>
 
-#include "bt_util.hpp"
+#include "plugin/common/bt_util.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "fields.hpp"
+#include "plugin/common/fields.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -1,7 +1,7 @@
 // time_of() and stream_of() (see message_time.hpp): one case per message type.
-#include "message_time.hpp"
+#include "plugin/expand/message_time.hpp"
 
-#include "event_reader.hpp"
+#include "plugin/common/event_reader.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -1,5 +1,5 @@
 // Decoding of python:batch records (see records.hpp; their layout: tracepoints/batch_records.hpp).
-#include "records.hpp"
+#include "plugin/expand/records.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -1,7 +1,7 @@
 // ReleaseQueue (see release_queue.hpp): choosing between the FIFO and the heap.
-#include "release_queue.hpp"
+#include "plugin/expand/release_queue.hpp"
 
-#include "message_time.hpp"
+#include "plugin/expand/message_time.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -12,9 +12,9 @@
 #include <memory>
 #include <vector>
 
-#include "bt_util.hpp"
-#include "classes.hpp"
-#include "records.hpp"
+#include "plugin/common/bt_util.hpp"
+#include "plugin/expand/classes.hpp"
+#include "plugin/expand/records.hpp"
 
 namespace pyust::plugin::expand {
 

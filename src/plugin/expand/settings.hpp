@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "clock.hpp"
+#include "plugin/expand/clock.hpp"
 
 namespace pyust::plugin::expand {
 

@@ -1,5 +1,5 @@
 // StreamTable (see streams.hpp): forgetting a stream, and placing a record.
-#include "streams.hpp"
+#include "plugin/expand/streams.hpp"
 
 namespace pyust::plugin::expand {
 

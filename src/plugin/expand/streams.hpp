@@ -8,7 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "bt_util.hpp"
+#include "plugin/common/bt_util.hpp"
 
 namespace pyust::plugin::expand {
 

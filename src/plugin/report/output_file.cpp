@@ -1,5 +1,5 @@
 // sink.pyust.report's output file (see output_file.hpp).
-#include "output_file.hpp"
+#include "plugin/report/output_file.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bt_util.hpp"
+#include "plugin/common/bt_util.hpp"
 
 namespace pyust::plugin::report {
 

@@ -1,5 +1,5 @@
 // sink.pyust.report (see report.hpp): parameters, consumption and the bridges.
-#include "report.hpp"
+#include "plugin/report/report.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -16,13 +16,13 @@
 
 #include <unistd.h>
 
-#include "bt_util.hpp"
-#include "event_reader.hpp"
-#include "module_filter.hpp"
-#include "output_file.hpp"
-#include "params.hpp"
-#include "reports.hpp"
-#include "stack_model.hpp"
+#include "analysis/module_filter.hpp"
+#include "analysis/reports.hpp"
+#include "analysis/stack_model.hpp"
+#include "plugin/common/bt_util.hpp"
+#include "plugin/common/event_reader.hpp"
+#include "plugin/common/params.hpp"
+#include "plugin/report/output_file.hpp"
 
 namespace pyust::plugin::report {
 

@@ -1,16 +1,16 @@
 // filter.pyust.stacks (see stacks.hpp): the message iterator and its bridges.
-#include "stacks.hpp"
+#include "plugin/stacks/stacks.hpp"
 
 #include <cstring>
 #include <deque>
 #include <string>
 #include <unordered_map>
 
-#include "bt_util.hpp"
-#include "event_reader.hpp"
-#include "filter_util.hpp"
-#include "params.hpp"
-#include "stack_model.hpp"
+#include "analysis/stack_model.hpp"
+#include "plugin/common/bt_util.hpp"
+#include "plugin/common/event_reader.hpp"
+#include "plugin/common/filter_util.hpp"
+#include "plugin/common/params.hpp"
 
 namespace pyust::plugin::stacks {
 
