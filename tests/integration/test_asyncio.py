@@ -1,0 +1,93 @@
+"""asyncio as its users think of it (issue 29): which task ran what.
+
+The programs here are the issue's; asyncio_reference.py (sys.setprofile with
+asyncio.current_task() at every call) says, per task, what each one called:
+what pyust's task events must agree with."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyusttest.environment import PYTHON, python_version
+from pyusttest.run import run_plain
+
+REFERENCE = str(Path(__file__).with_name("asyncio_reference.py"))
+
+# main() gathers three workers, one of them a task it created and named; each
+# worker awaits fetch() n times, which sleeps, then calls parse().
+THREE_TASKS = """\
+import asyncio
+
+
+def parse(data):
+    return data.upper()
+
+
+async def fetch(name, i):
+    await asyncio.sleep(0.001 * (1 + i % 2))
+    return parse(f"{name}{i}")
+
+
+async def worker(name, n):
+    out = []
+    for i in range(n):
+        out.append(await fetch(name, i))
+    return out
+
+
+async def main():
+    c = asyncio.create_task(worker("c", 2), name="ctask")
+    return await asyncio.gather(worker("a", 3), worker("b", 4), c)
+
+
+print(asyncio.run(main()))
+"""
+THREE_TASKS_OUTPUT = "[['A0', 'A1', 'A2'], ['B0', 'B1', 'B2', 'B3'], ['C0', 'C1']]\n"
+
+
+def _worker_calls(n: int) -> dict:
+    return {"__main__:worker": 1, "__main__:fetch": n, "__main__:parse": n}
+
+
+def reference(program: str, *options: str, python: str | None = None) -> dict:
+    """asyncio_reference.py's JSON for program (run on python, by default the
+    interpreter under test), counting the program's own functions."""
+    out = Path(program).with_suffix(".reference.json")
+    result = run_plain([REFERENCE, "--json", str(out), "--modules", "__main__", *options,
+                        program], python=python)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == THREE_TASKS_OUTPUT
+    return json.loads(out.read_text())
+
+
+def test_reference_counts_each_task_of_the_three_task_program(make_program):
+    """The reference's truth for the issue's program: main's task calls main once;
+    each worker's task calls worker once and fetch and parse once per item; a
+    coroutine's resumptions are not calls."""
+    program = make_program(THREE_TASKS)
+    tasks = reference(program, "--graph-at", "parse")["tasks"]
+    outside = tasks[0]
+    assert outside["name"] is None and outside["calls"] == {"__main__:<module>": 1}
+    by_calls = sorted((t["calls"] for t in tasks[1:] if t["calls"]), key=len)
+    assert by_calls[0] == {"__main__:main": 1}
+    assert sorted(by_calls[1:], key=lambda c: c["__main__:fetch"]) == [
+        _worker_calls(2), _worker_calls(3), _worker_calls(4)]
+    named = [t for t in tasks if t["name"] == "ctask"]
+    assert len(named) == 1 and named[0]["calls"] == _worker_calls(2)
+
+
+def test_reference_call_graphs_on_3_14(make_program):
+    """On 3.14 and later, capture_call_graph() inside parse() names the worker's
+    task, its stack (parse, fetch, worker) and main's task awaiting it."""
+    if python_version(PYTHON) < (3, 14):
+        import pytest
+
+        pytest.skip("asyncio.capture_call_graph() is new in 3.14")
+    program = make_program(THREE_TASKS)
+    graphs = reference(program, "--graph-at", "parse")["graphs"]
+    assert len(graphs) == 9
+    for graph in graphs:
+        assert graph["stack"] == ["parse", "fetch", "worker"]
+        assert [by["stack"] for by in graph["awaited_by"]] == [["main"]]
+    assert sum(graph["task"] == "ctask" for graph in graphs) == 2
