@@ -16,6 +16,8 @@ the amount of work (not its shape) so that --quick runs stay representative.
   time is spent in C (json, re), so calls are rarer than in w1. A few
   thousand of its ~1M calls go to the small module workloads_small, the one
   module overhead.py's pyust-filtered mode traces.
+- w4_asyncio: asyncio-heavy (issue 29), in workloads_asyncio.py (imported
+  only when it runs: the other workloads' processes do not load asyncio).
 
 Each returns a checksum so that the interpreter cannot skip the work and a
 run can be checked against an untraced one.
@@ -230,8 +232,19 @@ def w3_mixed(scale: float = 1.0) -> int:
     return total
 
 
+# --- W4: asyncio ---------------------------------------------------------------
+
+
+def w4_asyncio(scale: float = 1.0) -> int:
+    """About 100,000 task steps at scale 1.0 (workloads_asyncio.py)."""
+    import workloads_asyncio
+
+    return workloads_asyncio.run(scale)
+
+
 WORKLOADS = {
     "W1": w1_calls,
     "W2": w2_lines,
     "W3": w3_mixed,
+    "W4": w4_asyncio,
 }
