@@ -187,6 +187,39 @@ LTTNG_UST_TRACEPOINT_EVENT(python, lost_start,
         lttng_ust_field_integer(uint64_t, waited_ns, waited_ns)))
 
 /*
+ * python:task - an asyncio task appears (issue 29; a prototype: fields may
+ * change). Emitted when the event loop's create_task (asyncio.base_events'
+ * BaseEventLoop.create_task) returns it, and again when asyncio.create_task,
+ * which names the task only then, returns it with another name: the last
+ * python:task of a key before the task's first step names it.
+ *   task    the task's key: the address of its coroutine object, what every
+ *           python:task_step of the task carries (unique among the tasks
+ *           alive at a time: a key seen again after its task ended is
+ *           another task's)
+ *   parent  the key of the task whose step created it, 0 outside any task
+ *   name    Task.get_name()
+ */
+LTTNG_UST_TRACEPOINT_EVENT(python, task,
+    LTTNG_UST_TP_ARGS(uint64_t, task, uint64_t, parent, const char *, name),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer_hex(uint64_t, task, task)
+        lttng_ust_field_integer_hex(uint64_t, parent, parent)
+        lttng_ust_field_string(name, name)))
+
+/*
+ * python:task_step - the calling thread starts a step of an asyncio task (or
+ * of any coroutine driven from outside a coroutine, as a task's step drives
+ * its own): emitted just before the python:call of the coroutine's frame
+ * (its start or its resumption), which is the task's "root" frame: every
+ * frame called until that frame's python:return runs for the task.
+ *   task  the coroutine object's address (python:task names the tasks)
+ */
+LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
+    LTTNG_UST_TP_ARGS(uint64_t, task),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer_hex(uint64_t, task, task)))
+
+/*
  * python:batch - fast mode (`pyust run --fast`): many call, return and line
  * events of one thread in one LTTng event. pyust's babeltrace2 filter
  * filter.pyust.expand turns each batch back into the python:call,
@@ -248,10 +281,10 @@ LTTNG_UST_TRACEPOINT_EVENT(python, horizon,
 /*
  * Log levels, so that `lttng enable-event -u 'python:*' --loglevel LEVEL` selects as it does
  * for other providers (LEVEL and every more severe one):
- *   TRACE_INFO            code, thread, process, lost_start: what ran, by whom (names, no
- *                         timeline), and what the trace lacks of it
- *   TRACE_DEBUG_FUNCTION  call, return, c_call, c_return, and the fast mode's batch and
- *                         horizon: the timeline of functions
+ *   TRACE_INFO            code, thread, process, lost_start, task: what ran, by whom (names,
+ *                         no timeline), and what the trace lacks of it
+ *   TRACE_DEBUG_FUNCTION  call, return, c_call, c_return, task_step, and the fast mode's
+ *                         batch and horizon: the timeline of functions
  *   TRACE_DEBUG_LINE      line: the most verbose
  * Without --loglevel, every event is enabled, as before.
  */
@@ -259,10 +292,12 @@ LTTNG_UST_TRACEPOINT_LOGLEVEL(python, code, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, thread, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, process, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, lost_start, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, task, LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, call, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, return, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, c_call, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, c_return, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, task_step, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, batch, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, horizon, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, line, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_LINE)

@@ -53,4 +53,13 @@ constexpr bool k_reads_frames_in_place = PYUST_HAS_EVAL_BACKEND;
 // (backend_eval.cpp defines it).
 bool innermost_runs(PyObject* code, PyObject*& globals) noexcept;
 
+// The calling thread's innermost frame (past its set-up), or nullptr: an opaque identity, stable
+// while the frame runs or is suspended. Precondition: k_reads_frames_in_place. noexcept.
+const void* innermost_frame() noexcept;
+
+// When the calling thread's innermost frame is a coroutine's (a sys.monitoring PY_START or
+// PY_RESUME) that an asyncio task's step resumes (tasks.hpp: its caller does not await it),
+// its coroutine object; else nullptr. Precondition: k_reads_frames_in_place. noexcept.
+const void* innermost_root_coroutine() noexcept;
+
 } // namespace pyust::hook::backend

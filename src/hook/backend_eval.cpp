@@ -29,6 +29,7 @@
 #pragma GCC diagnostic ignored "-Wpedantic"
 #define Py_BUILD_CORE 1
 #if PY_VERSION_HEX >= 0x030E0000
+#include "internal/pycore_genobject.h"
 #include "internal/pycore_interpframe.h"
 #else
 #include "internal/pycore_frame.h"
@@ -41,6 +42,7 @@
 #include "hook/session.hpp"
 #include "hook/stacks.hpp"
 #include "hook/state.hpp"
+#include "hook/tasks.hpp"
 
 namespace pyust::hook::eval_frame {
 
@@ -213,6 +215,33 @@ inline bool is_unseen(PyThreadState* tstate, _PyInterpreterFrame* frame) noexcep
            tstate->tracing != 0 || will_overflow(tstate);
 }
 
+// The coroutine object whose frame this is, when that frame is an asyncio task's root (see
+// tasks.hpp): a coroutine's frame (async def) resumed or started by a frame that does not await
+// it, i.e. that is no coroutine or generator (Handle._run for the C Task's step, Task.__step
+// for the pure-Python one's, create_task for an eager task's first step). Else nullptr.
+// Precondition: the frame is about to run (the thread's innermost frame is its caller's).
+const void* root_coroutine_called_by(_PyInterpreterFrame* frame,
+                                     _PyInterpreterFrame* caller) noexcept
+{
+    if (frame->owner != FRAME_OWNED_BY_GENERATOR)
+        return nullptr;
+    while (caller != nullptr && !is_complete(caller))
+        caller = caller->previous;
+    if (caller != nullptr && (code_of(caller)->co_flags & k_generator_kinds) != 0)
+        return nullptr;
+#if PY_VERSION_HEX >= 0x030E0000
+    return _PyGen_GetGeneratorFromFrame(frame);
+#else
+    return _PyFrame_GetGenerator(frame);
+#endif
+}
+
+[[gnu::noinline]] const void* root_coroutine(PyThreadState* tstate,
+                                             _PyInterpreterFrame* frame) noexcept
+{
+    return root_coroutine_called_by(frame, innermost_frame(tstate));
+}
+
 PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag)
 {
     if (is_unseen(tstate, frame))
@@ -232,8 +261,13 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
     }
     const CodeInfo* info = info_for_code_in(code, frame->f_globals);
     const bool is_emitting = is_traced(info);
+    const void* root = nullptr;
+    std::uint64_t outer_task = 0;
     if (is_emitting) {
         check_session();
+        if ((code->co_flags & CO_COROUTINE) != 0 &&
+            (root = root_coroutine(tstate, frame)) != nullptr) [[unlikely]]
+            outer_task = tasks::enter_step(root);
         s_state.emitter->call(*info);
     }
     PyObject* result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
@@ -243,6 +277,10 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
         if (is_emitting)
             s_state.emitter->ret(*info, result == nullptr);
     }
+    if (root != nullptr) [[unlikely]]
+        tasks::leave_step(outer_task);
+    if (info != nullptr && info->is_task_factory && result != nullptr) [[unlikely]]
+        tasks::on_factory_return(result);
     return result;
 }
 
@@ -465,6 +503,23 @@ bool innermost_runs(PyObject* code, PyObject*& globals) noexcept
                   ? frame->f_globals
                   : nullptr;
     return frame != nullptr;
+}
+
+const void* innermost_frame() noexcept
+{
+    _PyInterpreterFrame* frame = eval_frame::innermost_frame(PyThreadState_Get());
+    while (frame != nullptr && !eval_frame::is_complete(frame))
+        frame = frame->previous;
+    return frame;
+}
+
+const void* innermost_root_coroutine() noexcept
+{
+    _PyInterpreterFrame* frame = eval_frame::innermost_frame(PyThreadState_Get());
+    while (frame != nullptr && !eval_frame::is_complete(frame))
+        frame = frame->previous;
+    return frame != nullptr ? eval_frame::root_coroutine_called_by(frame, frame->previous)
+                            : nullptr;
 }
 
 } // namespace pyust::hook::backend

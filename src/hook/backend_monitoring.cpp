@@ -34,6 +34,7 @@
 #include "hook/session.hpp"
 #include "hook/stacks.hpp"
 #include "hook/state.hpp"
+#include "hook/tasks.hpp"
 
 namespace pyust::hook {
 namespace {
@@ -176,6 +177,37 @@ bool is_python_callable(PyObject* callable) noexcept
            (PyMethod_Check(callable) && PyFunction_Check(PyMethod_GET_FUNCTION(callable)));
 }
 
+// The roots of asyncio task steps open on this thread (tasks.hpp), innermost last: each
+// frame (backend::innermost_frame()), and the task that was current before it. An eager task's
+// first step nests in its creator's; past k_max_roots nested steps, the deeper ones go
+// unannounced.
+struct OpenRoot {
+    const void* frame;
+    std::uint64_t outer_task;
+};
+constexpr int k_max_roots = 16;
+thread_local OpenRoot t_roots[k_max_roots] __attribute__((tls_model("initial-exec")));
+thread_local int t_root_count __attribute__((tls_model("initial-exec"))) = 0;
+
+[[gnu::noinline]] void enter_root() noexcept
+{
+#if PYUST_HAS_EVAL_BACKEND
+    if (t_root_count >= k_max_roots)
+        return;
+    if (const void* coroutine = backend::innermost_root_coroutine())
+        t_roots[t_root_count++] = {backend::innermost_frame(), tasks::enter_step(coroutine)};
+#endif
+}
+
+// A coroutine's frame stops running: when it is the innermost open root, its step ends.
+[[gnu::noinline]] void leave_root() noexcept
+{
+#if PYUST_HAS_EVAL_BACKEND
+    if (t_roots[t_root_count - 1].frame == backend::innermost_frame())
+        tasks::leave_step(t_roots[--t_root_count].outer_task);
+#endif
+}
+
 PyObject* on_enter(PyObject* const* args, Py_ssize_t nargs, bool can_disable) noexcept
 {
     CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
@@ -183,6 +215,8 @@ PyObject* on_enter(PyObject* const* args, Py_ssize_t nargs, bool can_disable) no
         return can_disable ? disable() : none();
     ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
     check_session();
+    if (info->is_coroutine) [[unlikely]]
+        enter_root();
     s_state.emitter->call(*info);
     return none();
 }
@@ -200,10 +234,16 @@ PyObject* on_py_throw(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexce
 PyObject* on_py_return(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 {
     CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
+    // A task factory's return hands over the new task (PY_RETURN's third argument), traced or
+    // not (it never answers DISABLE).
+    if (info != nullptr && info->is_task_factory && nargs >= 3) [[unlikely]]
+        tasks::on_factory_return(args[2]);
     if (!is_traced(info))
-        return disable();
+        return info != nullptr && info->is_task_factory ? none() : disable();
     ensure_thread(nullptr);
     s_state.emitter->ret(*info, false);
+    if (info->is_coroutine && t_root_count > 0) [[unlikely]]
+        leave_root();
     return none();
 }
 
@@ -213,6 +253,8 @@ PyObject* on_py_unwind(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexc
     if (is_traced(info)) {
         ensure_thread(nullptr);
         s_state.emitter->ret(*info, true);
+        if (info->is_coroutine && t_root_count > 0) [[unlikely]]
+            leave_root();
     }
     return none();
 }

@@ -25,6 +25,7 @@
 #include "hook/session.hpp"
 #include "hook/stacks.hpp"
 #include "hook/state.hpp"
+#include "hook/tasks.hpp"
 
 namespace pyust::hook {
 namespace {
@@ -55,6 +56,60 @@ inline CodeInfo* info_of(PyFrameObject* frame) noexcept
     return info;
 }
 
+// The roots of asyncio task steps open on this thread (tasks.hpp), innermost last: each
+// frame, and the task that was current before it. An eager task's first step nests in its
+// creator's; past k_max_roots nested steps, the deeper ones go unannounced.
+struct OpenRoot {
+    PyFrameObject* frame;
+    std::uint64_t outer_task;
+};
+constexpr int k_max_roots = 16;
+thread_local OpenRoot t_roots[k_max_roots] __attribute__((tls_model("initial-exec")));
+thread_local int t_root_count __attribute__((tls_model("initial-exec"))) = 0;
+
+// The coroutine object of a coroutine's frame that starts or resumes, when it is a task's root:
+// its caller is no coroutine or generator awaiting it (Handle._run for the C Task's step,
+// Task.__step for the pure-Python one's). Else nullptr.
+[[gnu::noinline]] const void* root_coroutine(PyFrameObject* frame) noexcept
+{
+    PyFrameObject* caller = PyFrame_GetBack(frame);
+    bool is_awaited = false;
+    if (caller != nullptr) {
+        PyCodeObject* code = PyFrame_GetCode(caller);
+        is_awaited = (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+        Py_DECREF(code);
+        Py_DECREF(caller);
+    }
+    if (is_awaited)
+        return nullptr;
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject* generator = PyFrame_GetGenerator(frame);
+    Py_XDECREF(generator); // the frame's generator outlives the step
+    return generator;
+#else
+    return frame->f_gen;
+#endif
+}
+
+[[gnu::noinline]] void enter_root(PyFrameObject* frame) noexcept
+{
+    if (t_root_count >= k_max_roots)
+        return;
+    if (const void* coroutine = root_coroutine(frame))
+        t_roots[t_root_count++] = {frame, tasks::enter_step(coroutine)};
+}
+
+// A coroutine's frame or a task factory returns (value: nullptr when it raised): a task's step
+// ends when the frame is the innermost open root; a factory hands over its new task.
+[[gnu::noinline]] void on_asyncio_return(PyFrameObject* frame, const CodeInfo& info,
+                                         PyObject* value) noexcept
+{
+    if (t_root_count > 0 && t_roots[t_root_count - 1].frame == frame)
+        tasks::leave_step(t_roots[--t_root_count].outer_task);
+    if (info.is_task_factory && value != nullptr)
+        tasks::on_factory_return(value);
+}
+
 void on_call(PyFrameObject* frame) noexcept
 {
     t_last.frame = nullptr;
@@ -62,16 +117,20 @@ void on_call(PyFrameObject* frame) noexcept
     if (is_traced(info)) {
         // Filtered-out calls pay only the verdict lookup.
         check_session();
+        if (info->is_coroutine) [[unlikely]]
+            enter_root(frame);
         s_state.emitter->call(*info);
     }
 }
 
-void on_return(PyFrameObject* frame, bool is_unwind) noexcept
+void on_return(PyFrameObject* frame, bool is_unwind, PyObject* value) noexcept
 {
     const CodeInfo* info = info_of(frame);
     t_last.frame = nullptr; // the frame is done: its memory may be reused
     if (is_traced(info))
         s_state.emitter->ret(*info, is_unwind);
+    if (info != nullptr && (info->is_coroutine || info->is_task_factory)) [[unlikely]]
+        on_asyncio_return(frame, *info, is_unwind ? nullptr : value);
 }
 
 // C calls are recorded only from traced Python code (the pyust runner's own
@@ -101,7 +160,7 @@ int profile_callback(PyObject*, PyFrameObject* frame, int what, PyObject* arg) n
         break;
     case PyTrace_RETURN:
         if (!s_state.options.lines)
-            on_return(frame, arg == nullptr);
+            on_return(frame, arg == nullptr, arg);
         break;
     case PyTrace_C_CALL:
         if (s_state.options.c_calls)
@@ -125,7 +184,7 @@ int trace_callback(PyObject*, PyFrameObject* frame, int what, PyObject* arg) noe
         on_call(frame);
         break;
     case PyTrace_RETURN:
-        on_return(frame, arg == nullptr);
+        on_return(frame, arg == nullptr, arg);
         break;
     case PyTrace_LINE: {
         const CodeInfo* info = info_of(frame);

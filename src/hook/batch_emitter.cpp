@@ -194,6 +194,11 @@ public:
     {
         m_standard.lost_start(lost_ns, waited_ns);
     }
+    void task(std::uint64_t key, std::uint64_t parent, const char* name) noexcept override
+    {
+        m_standard.task(key, parent, name);
+    }
+    void task_step(std::uint64_t key) noexcept override { m_standard.task_step(key); }
     bool is_recording() const noexcept override
     {
         return lttng_ust_tracepoint_enabled(python, batch);

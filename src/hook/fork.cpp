@@ -38,6 +38,8 @@ public:
     void thread(std::int64_t, const char*) noexcept override {}
     void lost_start(std::uint64_t, std::uint64_t) noexcept override {}
     void process(const char*, const char*, bool, bool, const char*) noexcept override {}
+    void task(std::uint64_t, std::uint64_t, const char*) noexcept override {}
+    void task_step(std::uint64_t) noexcept override {}
     bool is_recording() const noexcept override { return false; }
 
 private:

@@ -57,6 +57,11 @@ public:
     {
         PYUST_EMIT(lost_start, lost_ns, waited_ns);
     }
+    void task(std::uint64_t key, std::uint64_t parent, const char* name) noexcept override
+    {
+        PYUST_EMIT(task, key, parent, name);
+    }
+    void task_step(std::uint64_t key) noexcept override { PYUST_EMIT(task_step, key); }
     bool is_recording() const noexcept override
     {
         // clang-format takes the event name `return` for the keyword.

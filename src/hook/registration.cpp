@@ -15,6 +15,7 @@
 
 #include "hook/backend.hpp"
 #include "hook/state.hpp"
+#include "hook/tasks.hpp"
 
 namespace pyust::hook {
 
@@ -140,6 +141,8 @@ CodeInfo* register_code(PyCodeObject* code, ModuleFor module_for) noexcept
             s_state.registry->add(std::move(module), utf8_or_unknown(compat::code_qualname(code)),
                                   std::move(file), static_cast<std::uint32_t>(code->co_firstlineno),
                                   false, utf8_or_unknown(code->co_name));
+        info.is_task_factory = tasks::role_of(info.module, info.qualname) == tasks::Role::factory;
+        info.is_coroutine = (code->co_flags & CO_COROUTINE) != 0;
         decide(info);
         compat::set_code_extra(code, s_state.extra_index, &info);
         return &info;

@@ -41,6 +41,10 @@ struct CodeInfo {
     std::string file;       // never empty: k_no_file_name for an empty co_filename
     std::uint32_t first_line = 0;
     std::string name; // co_name; never empty: "?" when it is
+    // asyncio (tasks.hpp): code that returns a new task (an event loop's create_task), and an
+    // async def's code (CO_COROUTINE), whose frame may be a task's root.
+    bool is_task_factory = false;
+    bool is_coroutine = false;
 };
 
 class Registry {

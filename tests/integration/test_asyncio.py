@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from pyusttest.environment import PYTHON, python_version
-from pyusttest.run import run_plain
+from pyusttest.run import run_hooked, run_plain
 
 REFERENCE = str(Path(__file__).with_name("asyncio_reference.py"))
 
@@ -91,3 +91,62 @@ def test_reference_call_graphs_on_3_14(make_program):
         assert graph["stack"] == ["parse", "fetch", "worker"]
         assert [by["stack"] for by in graph["awaited_by"]] == [["main"]]
     assert sum(graph["task"] == "ctask" for graph in graphs) == 2
+
+
+def _steps(trace, program: str) -> tuple:
+    """The tasks python:task named, in the order they came ({"name", "parent": the creator's
+    index or None}), and per task index the calls of the program's functions made during the
+    task's steps (python:task_step, then the frames until its root frame returns), resumptions
+    included as the trace has them; index None for calls outside any step. A task's key (its
+    coroutine's address) names the latest task python:task named with it."""
+    codes = trace.codes
+    own = {i for i, c in codes.items() if c["file"] == program}
+    tasks: list = []
+    current: dict = {}  # key -> index in tasks
+    calls: dict = {}
+    threads: dict = {}  # (vpid, vtid) -> [depth, running [[task, root depth]], pending task]
+    for e in trace.events:
+        thread = threads.setdefault((e["vpid"], e["vtid"]), [0, [], None])
+        if e["name"] == "python:task":
+            parent = e["fields"]["parent"]
+            current[e["fields"]["task"]] = len(tasks)
+            tasks.append({"name": e["fields"]["name"], "parent": current.get(parent)})
+        elif e["name"] == "python:task_step":
+            thread[2] = current.get(e["fields"]["task"], -1)
+        elif e["name"] == "python:call":
+            thread[0] += 1
+            if thread[2] is not None:
+                thread[1].append([thread[2], thread[0]])
+                thread[2] = None
+            task = thread[1][-1][0] if thread[1] else None
+            if e["fields"]["id"] in own:
+                name = codes[e["fields"]["id"]]["qualname"]
+                counts = calls.setdefault(task, {})
+                counts[name] = counts.get(name, 0) + 1
+        elif e["name"] == "python:return":
+            if thread[1] and thread[1][-1][1] == thread[0]:
+                thread[1].pop()
+            thread[0] -= 1
+    return tasks, calls
+
+
+def test_each_task_frames_are_attributed_to_it(session, make_program):
+    """python:task names each task (with the task that created it) and python:task_step
+    starts each of its steps: every frame of the program between a step and its root
+    frame's return runs for that task, as the reference says."""
+    program = make_program(THREE_TASKS)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == THREE_TASKS_OUTPUT
+    tasks, calls = _steps(session.read(), program)
+    assert calls.pop(None) == {"<module>": 1}
+    main = next(task for task, counts in calls.items() if "main" in counts)
+    assert tasks[main]["parent"] is None
+    assert set(calls.pop(main)) == {"main"}
+    # Each worker's task: its worker, fetch and parse, and no other task's: parse is a plain
+    # function, called once per item; worker and fetch resume once per await.
+    assert sorted(counts["parse"] for counts in calls.values()) == [2, 3, 4]
+    for task, counts in calls.items():
+        assert set(counts) == {"worker", "fetch", "parse"}
+        assert tasks[task]["parent"] == main
+    assert [calls[t]["parse"] for t in calls if tasks[t]["name"] == "ctask"] == [2]
