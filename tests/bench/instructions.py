@@ -9,7 +9,7 @@ instruction counts do not. Each measurement is overhead.py's child (the same
 warm-up, the same pair of calls around the workload, the same LTTng session:
 python:* with the contexts vpid and vtid, tracking the child alone) run under
 valgrind's callgrind, twice: at two sizes of the workload (W1 at scale 0.01 and
-0.03; W2 likewise; W3 with one repeat and three, scale 0.05 and 0.15). The
+0.03; W2 and W4 likewise; W3 with one repeat and three, scale 0.05 and 0.15). The
 difference is the workload's own instructions: start-up, imports, warm-up and
 pyust's start and stop cancel out.
 
@@ -39,7 +39,7 @@ import overhead
 
 DEFAULT_MODES = ("untraced", "cprofile", "pyust", "pyust-fast", "viztracer")
 # Two sizes per workload: W3 runs round(20 * scale) repeats of its work.
-SCALES = {"W1": (0.01, 0.03), "W2": (0.01, 0.03), "W3": (0.05, 0.15)}
+SCALES = {"W1": (0.01, 0.03), "W2": (0.01, 0.03), "W3": (0.05, 0.15), "W4": (0.01, 0.03)}
 # Which mode each mode is compared with, when both ran.
 REFERENCES = {"pyust": "cprofile", "pyust-fast": "viztracer", "pyust-fast-lines": "viztracer"}
 
@@ -57,7 +57,7 @@ def parse_args(argv: list) -> argparse.Namespace:
                         help=f"comma-separated modes of overhead.py (default "
                         f"{','.join(DEFAULT_MODES)})")
     parser.add_argument("--workloads", default="W1,W3",
-                        help="comma-separated subset of W1,W2,W3 (default W1,W3)")
+                        help="comma-separated subset of W1,W2,W3,W4 (default W1,W3)")
     options = parser.parse_args(argv)
     options.modes = [m for m in options.modes.split(",") if m]
     options.workloads = [w for w in options.workloads.split(",") if w]
