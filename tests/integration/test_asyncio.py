@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pyusttest.environment import PYTHON, python_version
 from pyusttest.run import run_hooked, run_plain
 
@@ -81,8 +83,6 @@ def test_reference_call_graphs_on_3_14(make_program):
     """On 3.14 and later, capture_call_graph() inside parse() names the worker's
     task, its stack (parse, fetch, worker) and main's task awaiting it."""
     if python_version(PYTHON) < (3, 14):
-        import pytest
-
         pytest.skip("asyncio.capture_call_graph() is new in 3.14")
     program = make_program(THREE_TASKS)
     graphs = reference(program, "--graph-at", "parse")["graphs"]
@@ -130,12 +130,14 @@ def _steps(trace, program: str) -> tuple:
     return tasks, calls
 
 
-def test_each_task_frames_are_attributed_to_it(session, make_program):
+@pytest.mark.parametrize("flags", [[], ["--modules", "__main__"]], ids=["all", "main-only"])
+def test_each_task_frames_are_attributed_to_it(session, make_program, flags):
     """python:task names each task (with the task that created it) and python:task_step
     starts each of its steps: every frame of the program between a step and its root
-    frame's return runs for that task, as the reference says."""
+    frame's return runs for that task, as the reference says. Also when asyncio's own code,
+    which creates the tasks, is filtered out."""
     program = make_program(THREE_TASKS)
-    result = run_hooked([program])
+    result = run_hooked([program], flags=flags)
     assert result.returncode == 0, result.stderr
     assert result.stdout == THREE_TASKS_OUTPUT
     tasks, calls = _steps(session.read(), program)
