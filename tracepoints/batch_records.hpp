@@ -30,6 +30,12 @@
 //   line     line records (kind 3) only: the line      1 to 5 bytes
 //            number, at most k_max_line = 2^32 - 1
 //
+// A task step (python:task_step, an asyncio task's step starts: see
+// python_tp.h) is a far line record of code id 0, which no code has (a code
+// id's high half is a pid: put_record makes it far), whose line field is its
+// own fields instead:
+//   task     the task's key                            1 to 10 bytes
+//
 // A record thus takes 2 to k_max_record = 25 bytes; the writer needs that
 // much room at out. A record's time is its record-clock reading (begin_tsc
 // plus the advances so far) mapped to ns by the batch's two clock pairs (see
@@ -37,7 +43,7 @@
 //
 // What the reader refuses, naming the first bad record (check_records):
 // - a varint the bytes end in ("truncated record"), which includes a line
-//   record without its line;
+//   record without its line and a task step without its fields;
 // - a varint of more than 64 bits ("a varint exceeds 64 bits"): a 10th byte
 //   above 1;
 // - a near id above k_max_near_id, a line above k_max_line;
@@ -60,6 +66,7 @@ constexpr std::uint64_t k_max_advance = ~std::uint64_t{0} >> k_advance_shift;
 constexpr std::uint64_t k_max_near_id = 0xffffffffu;
 constexpr std::uint64_t k_max_line = 0xffffffffu;
 constexpr unsigned k_max_varint = 10; // bytes of the largest varint (2^64 - 1)
+constexpr std::uint64_t k_task_step_id = 0; // the code id of a task step's record
 
 // The bytes put_varint takes for value. noexcept.
 constexpr unsigned varint_width(std::uint64_t value) noexcept
@@ -74,6 +81,8 @@ static_assert(varint_width(~std::uint64_t{0}) == k_max_varint);
 
 // The longest record: a head with the largest advance, a far id, a line.
 constexpr std::uint32_t k_max_record = k_max_varint + k_max_varint + varint_width(k_max_line);
+// The longest task step: a head with the largest advance, id 0, the largest key.
+static_assert(k_max_varint + varint_width(k_task_step_id) + k_max_varint <= k_max_record);
 
 // A head's kind, far bit and advance. noexcept.
 constexpr Kind kind_of(std::uint64_t head) noexcept
@@ -84,6 +93,11 @@ constexpr bool is_far(std::uint64_t head) noexcept { return (head & k_far) != 0;
 constexpr std::uint64_t advance_of(std::uint64_t head) noexcept { return head >> k_advance_shift; }
 // Whether a record of kind has a line field. noexcept.
 constexpr bool has_line(Kind kind) noexcept { return kind == k_line; }
+// Whether a record of this head and (far, whole) id is a task step. noexcept.
+constexpr bool is_task_step(std::uint64_t head, std::uint64_t id) noexcept
+{
+    return kind_of(head) == k_line && is_far(head) && id == k_task_step_id;
+}
 
 // The code id of a near record: the batch's id_high above the low half read.
 // Precondition: low <= k_max_near_id. noexcept.

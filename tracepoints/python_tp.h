@@ -211,7 +211,8 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task,
  * of any coroutine driven from outside a coroutine, as a task's step drives
  * its own): emitted just before the python:call of the coroutine's frame
  * (its start or its resumption), which is the task's "root" frame: every
- * frame called until that frame's python:return runs for the task.
+ * frame called until that frame's python:return runs for the task. In the
+ * fast mode, a record of python:batch (expanded into this event).
  *   task  the coroutine object's address (python:task names the tasks)
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
@@ -220,11 +221,11 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
         lttng_ust_field_integer_hex(uint64_t, task, task)))
 
 /*
- * python:batch - fast mode (`pyust run --fast`): many call, return and line
- * events of one thread in one LTTng event. pyust's babeltrace2 filter
- * filter.pyust.expand turns each batch back into the python:call,
- * python:return and python:line events the standard mode would have
- * recorded, in time order.
+ * python:batch - fast mode (`pyust run --fast`): many call, return, line and
+ * task_step events of one thread in one LTTng event. pyust's babeltrace2
+ * filter filter.pyust.expand turns each batch back into the python:call,
+ * python:return, python:line and python:task_step events the standard mode
+ * would have recorded, in time order.
  *   pid, tid   the process and thread that took the records (the batch may
  *              be written by another thread of the process: use these, not
  *              the vpid/vtid contexts)
@@ -244,7 +245,8 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
  *              the record clock's advance since the previous record (since
  *              begin_tsc for the first one), then the code id (its low 32
  *              bits when the high half is id_high), then a line record's
- *              line number. batch_records.hpp defines the layout field by
+ *              line number (a task step: a far line record of code id 0,
+ *              then its fields). batch_records.hpp defines the layout field by
  *              field, for the hook that writes it and the filter that reads
  *              it.
  */

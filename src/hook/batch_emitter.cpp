@@ -2,7 +2,8 @@
 // of the thread's own, written to LTTng as one python:batch event per buffer
 // (tracepoints/batch_records.hpp defines the record format). Registrations,
 // threads, the process and C calls stay standard events: they are rare, and
-// a reader puts everything back in time order (filter.pyust.expand).
+// a reader puts everything back in time order (filter.pyust.expand). An
+// asyncio task's steps are records too (python:task_step).
 //
 // Who touches a buffer, and what serialises them:
 // - its thread appends records and writes the batch when it is full, with
@@ -198,7 +199,15 @@ public:
     {
         m_standard.task(key, parent, name);
     }
-    void task_step(std::uint64_t key) noexcept override { m_standard.task_step(key); }
+    // A step is a record (batch_records.hpp): one per resumption of a task, about as many
+    // as the calls of a program that awaits a lot.
+    void task_step(std::uint64_t key) noexcept override
+    {
+        if (std::uint8_t* out = append(k_line, batch_records::k_task_step_id)) {
+            out = put_varint(out, key);
+            t_records->size = static_cast<std::uint32_t>(out - t_records->bytes);
+        }
+    }
     bool is_recording() const noexcept override
     {
         return lttng_ust_tracepoint_enabled(python, batch);

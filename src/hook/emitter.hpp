@@ -27,8 +27,8 @@ public:
     // python:lost_start: the process ran lost_ns unrecorded after pyust waited waited_ns for
     // the session (both modes: a standard event).
     virtual void lost_start(std::uint64_t lost_ns, std::uint64_t waited_ns) noexcept = 0;
-    // python:task and python:task_step (asyncio, tasks.hpp). Both modes: standard events for now
-    // (a prototype; the fast mode is to carry steps as batch records).
+    // python:task and python:task_step (asyncio, tasks.hpp): in the fast mode, a step is a
+    // record of the thread's batch, a task a standard event.
     virtual void task(std::uint64_t key, std::uint64_t parent, const char* name) noexcept = 0;
     virtual void task_step(std::uint64_t key) noexcept = 0;
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pyusttest.environment import PYTHON, python_version
+from pyusttest.environment import FAST, PYTHON, python_version
 from pyusttest.run import run_hooked, run_plain
+from pyusttest.traces import read_trace
 
 REFERENCE = str(Path(__file__).with_name("asyncio_reference.py"))
 
@@ -152,3 +153,20 @@ def test_each_task_frames_are_attributed_to_it(session, make_program, flags):
         assert set(counts) == {"worker", "fetch", "parse"}
         assert tasks[task]["parent"] == main
     assert [calls[t]["parse"] for t in calls if tasks[t]["name"] == "ctask"] == [2]
+
+
+def test_fast_mode_records_steps_in_batches(session, make_program):
+    """In the fast mode a task's steps are records of its thread's batches, not events of
+    their own: the trace as recorded has no python:task_step, and filter.pyust.expand gives
+    them back in place, each before its root frame's call, as the standard mode has them."""
+    program = make_program(THREE_TASKS)
+    result = run_hooked([program], flags=[] if FAST else ["--fast"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == THREE_TASKS_OUTPUT
+    session.stop()
+    recorded = read_trace(session.path, session.owner, expand=False)
+    assert recorded.of("python:batch") and not recorded.of("python:task_step")
+    assert len(recorded.of("python:task")) >= 4  # main, a, b, c (and asyncio.run's own)
+    tasks, calls = _steps(read_trace(session.path, session.owner, expand=True), program)
+    assert sorted(counts.get("parse", 0) for counts in calls.values()) == [0, 0, 2, 3, 4]
+    assert [calls[t]["parse"] for t in calls if t is not None and tasks[t]["name"] == "ctask"] == [2]

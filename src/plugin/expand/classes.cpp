@@ -81,6 +81,8 @@ void find_event_classes(const bt_stream_class* stream_class, const std::string& 
             target.ret = event_class;
         else if (event_name == "python:line")
             target.line = event_class;
+        else if (event_name == "python:task_step")
+            target.task_step = event_class;
     }
     for (const auto& [event_class, name] :
          {std::pair{target.call, "python:call"}, std::pair{target.ret, "python:return"},
@@ -96,7 +98,8 @@ void find_event_classes(const bt_stream_class* stream_class, const std::string& 
 }
 
 // Sets the payload members of target's event classes. Precondition: find_event_classes() found
-// them. Throws Error when one is missing (where names the stream class), std::bad_alloc.
+// the three it requires. Throws Error when one is missing (where names the stream class),
+// std::bad_alloc.
 void find_payload_members(const std::string& where, Target& target)
 {
     const auto payload = [](const bt_event_class* event_class) {
@@ -113,6 +116,13 @@ void find_payload_members(const std::string& where, Target& target)
         throw Error("Cannot expand python:batch: reason=python:call, python:return or "
                     "python:line lacks a payload field (not pyust's event model?)" +
                     where);
+    if (target.task_step) {
+        target.step_task = find_member(payload(target.task_step), "task");
+        if (target.step_task.index < 0)
+            throw Error("Cannot expand python:batch: reason=python:task_step lacks its "
+                        "payload field task (not pyust's event model?)" +
+                        where);
+    }
 }
 
 } // namespace

@@ -10,9 +10,10 @@ MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Re
                         const bt_packet* packet, const bt_stream* stream, const QualnameById& names)
 {
     const Target& target = *run.target;
-    const bt_event_class* event_class = record.kind == RecordKind::call   ? target.call
-                                        : record.kind == RecordKind::line ? target.line
-                                                                          : target.ret;
+    const bt_event_class* event_class = record.kind == RecordKind::call        ? target.call
+                                        : record.kind == RecordKind::line      ? target.line
+                                        : record.kind == RecordKind::task_step ? target.task_step
+                                                                               : target.ret;
     bt_message* created = create_event(self, target, event_class, packet, stream, record.value);
     MessageRef message(check_new(created, "Cannot create an expanded event message"));
     bt_event* event = bt_message_event_borrow_event(created);
@@ -43,6 +44,9 @@ MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Re
     case RecordKind::line:
         set_int(member_of(payload, target.line_id), static_cast<std::int64_t>(record.id));
         set_int(member_of(payload, target.line_line), record.line);
+        break;
+    case RecordKind::task_step:
+        set_int(member_of(payload, target.step_task), static_cast<std::int64_t>(record.task));
         break;
     }
     return message;

@@ -56,7 +56,12 @@ bool RecordReader::next(Record& record) noexcept
     }
     record.id = id;
     record.line = 0;
-    if (batch_records::has_line(kind)) {
+    record.task = 0;
+    if (batch_records::is_task_step(head, id)) {
+        record.kind = RecordKind::task_step;
+        if ((m_fault = batch_records::read_varint(m_at, m_end, record.task)))
+            return false;
+    } else if (batch_records::has_line(kind)) {
         std::uint64_t line = 0;
         if ((m_fault = batch_records::read_varint(m_at, m_end, line)))
             return false;
