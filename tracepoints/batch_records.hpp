@@ -33,10 +33,13 @@
 // A task step (python:task_step, an asyncio task's step starts: see
 // python_tp.h) is a far line record of code id 0, which no code has (a code
 // id's high half is a pid: put_record makes it far), whose line field is its
-// own fields instead:
-//   task     the task's key                            1 to 10 bytes
+// own fields instead (python:task_step's, python_tp.h says what they mean):
+//   task        the task's key                         1 to 10 bytes
+//   resumed     at most 2^32 - 1                       1 to 5 bytes
+//   awaited     at most k_max_awaited = 4              1 byte
+//   awaited_id                                         1 to 10 bytes
 //
-// A record thus takes 2 to k_max_record = 25 bytes; the writer needs that
+// A record thus takes 2 to k_max_record = 37 bytes (a task step: 6 to 37); the writer needs that
 // much room at out. A record's time is its record-clock reading (begin_tsc
 // plus the advances so far) mapped to ns by the batch's two clock pairs (see
 // python:batch in python_tp.h).
@@ -46,7 +49,8 @@
 //   record without its line and a task step without its fields;
 // - a varint of more than 64 bits ("a varint exceeds 64 bits"): a 10th byte
 //   above 1;
-// - a near id above k_max_near_id, a line above k_max_line;
+// - a near id above k_max_near_id, a line above k_max_line; a task step's
+//   resumed above 2^32 - 1 or awaited above k_max_awaited;
 // - advances whose sum passes 2^64 - 1 - begin_tsc (the record clock
 //   overflows);
 // - a batch whose records are not exactly count (a cut at a record's end).
@@ -67,6 +71,7 @@ constexpr std::uint64_t k_max_near_id = 0xffffffffu;
 constexpr std::uint64_t k_max_line = 0xffffffffu;
 constexpr unsigned k_max_varint = 10; // bytes of the largest varint (2^64 - 1)
 constexpr std::uint64_t k_task_step_id = 0; // the code id of a task step's record
+constexpr std::uint64_t k_max_awaited = 4;   // a task step's largest awaited
 
 // The bytes put_varint takes for value. noexcept.
 constexpr unsigned varint_width(std::uint64_t value) noexcept
@@ -79,10 +84,12 @@ constexpr unsigned varint_width(std::uint64_t value) noexcept
 
 static_assert(varint_width(~std::uint64_t{0}) == k_max_varint);
 
-// The longest record: a head with the largest advance, a far id, a line.
-constexpr std::uint32_t k_max_record = k_max_varint + k_max_varint + varint_width(k_max_line);
-// The longest task step: a head with the largest advance, id 0, the largest key.
-static_assert(k_max_varint + varint_width(k_task_step_id) + k_max_varint <= k_max_record);
+// The longest record, a task step: a head with the largest advance, id 0, the largest key,
+// resumed and awaited_id. (A line record takes at most 10 + 10 + 5.)
+constexpr std::uint32_t k_max_record = k_max_varint + varint_width(k_task_step_id) +
+                                       k_max_varint + varint_width(0xffffffffu) +
+                                       varint_width(k_max_awaited) + k_max_varint;
+static_assert(k_max_varint + k_max_varint + varint_width(k_max_line) <= k_max_record);
 
 // A head's kind, far bit and advance. noexcept.
 constexpr Kind kind_of(std::uint64_t head) noexcept

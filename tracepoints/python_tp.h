@@ -211,14 +211,48 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task,
  * of any coroutine driven from outside a coroutine, as a task's step drives
  * its own): emitted just before the python:call of the coroutine's frame
  * (its start or its resumption), which is the task's "root" frame: every
- * frame called until that frame's python:return runs for the task. In the
- * fast mode, a record of python:batch (expanded into this event).
- *   task  the coroutine object's address (python:task names the tasks)
+ * frame called until that frame's python:return runs for the task. The root
+ * frame's call and return are recorded whatever the module filter says. In
+ * the fast mode, a record of python:batch (expanded into this event).
+ *   task        the coroutine object's address (python:task names the tasks)
+ *   resumed     how many traced frames of the task's await chain this step
+ *               resumes, the root included: the step's first `resumed`
+ *               python:call events (the root's, then each one's awaited
+ *               frame, outermost first) resume frames suspended by the
+ *               task's previous step, not new calls; 0 on the task's first
+ *               step. Counts the frames of coroutines (async def, and
+ *               generators made coroutines by types.coroutine), not those
+ *               of other generators or of async generators.
+ *   awaited     what the suspension that this step ends waited on: 0 none
+ *               (the task's first step), 1 a bare yield (asyncio.sleep(0)),
+ *               2 a future (asyncio.sleep(d), I/O, any awaitable that is not
+ *               one of the next two), 3 a task (`await task`), 4 gather's
+ *               future
+ *   awaited_id  the future's address (2, 4), the awaited task's key (3),
+ *               else 0
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
-    LTTNG_UST_TP_ARGS(uint64_t, task),
+    LTTNG_UST_TP_ARGS(uint64_t, task, uint32_t, resumed, uint8_t, awaited, uint64_t, awaited_id),
     LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer_hex(uint64_t, task, task)))
+        lttng_ust_field_integer_hex(uint64_t, task, task)
+        lttng_ust_field_integer(uint32_t, resumed, resumed)
+        lttng_ust_field_integer(uint8_t, awaited, awaited)
+        lttng_ust_field_integer_hex(uint64_t, awaited_id, awaited_id)))
+
+/*
+ * python:task_end - a task's coroutine finished: its root frame returned or
+ * raised for good (emitted just after that frame's python:return). The key
+ * may name another task from then on.
+ *   task   the task's key (python:task)
+ *   state  0 returned, 1 raised an exception, 2 was cancelled (raised
+ *          asyncio.CancelledError; on 3.10, where a profile function does not
+ *          see the exception, 1)
+ */
+LTTNG_UST_TRACEPOINT_EVENT(python, task_end,
+    LTTNG_UST_TP_ARGS(uint64_t, task, uint8_t, state),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer_hex(uint64_t, task, task)
+        lttng_ust_field_integer(uint8_t, state, state)))
 
 /*
  * python:batch - fast mode (`pyust run --fast`): many call, return, line and
@@ -285,8 +319,8 @@ LTTNG_UST_TRACEPOINT_EVENT(python, horizon,
  * for other providers (LEVEL and every more severe one):
  *   TRACE_INFO            code, thread, process, lost_start, task: what ran, by whom (names,
  *                         no timeline), and what the trace lacks of it
- *   TRACE_DEBUG_FUNCTION  call, return, c_call, c_return, task_step, and the fast mode's
- *                         batch and horizon: the timeline of functions
+ *   TRACE_DEBUG_FUNCTION  call, return, c_call, c_return, task_step, task_end, and the fast
+ *                         mode's batch and horizon: the timeline of functions
  *   TRACE_DEBUG_LINE      line: the most verbose
  * Without --loglevel, every event is enabled, as before.
  */
@@ -300,6 +334,7 @@ LTTNG_UST_TRACEPOINT_LOGLEVEL(python, return, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBU
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, c_call, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, c_return, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, task_step, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
+LTTNG_UST_TRACEPOINT_LOGLEVEL(python, task_end, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, batch, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, horizon, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_FUNCTION)
 LTTNG_UST_TRACEPOINT_LOGLEVEL(python, line, LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG_LINE)

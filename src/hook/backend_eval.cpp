@@ -242,6 +242,76 @@ const void* root_coroutine_called_by(_PyInterpreterFrame* frame,
     return root_coroutine_called_by(frame, innermost_frame(tstate));
 }
 
+// The frame's evaluation once evaluate() has its code's info (read only when is_emitting): its
+// call and return when is_emitting. Filtered-out code pays only the verdict lookup.
+template <bool is_emitting>
+inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag,
+                             const CodeInfo* info, std::uint64_t epoch, bool is_announcer)
+{
+    if constexpr (is_emitting) {
+        check_session();
+        s_state.emitter->call(*info);
+    }
+    PyObject* result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    if (s_epoch == epoch) {
+        if (is_announcer)
+            --s_announcer_depth;
+        if constexpr (is_emitting)
+            s_state.emitter->ret(*info, result == nullptr);
+    }
+    return result;
+}
+
+// evaluate_as() for code that plays a part in asyncio's tasks (k_asyncio): a task's step around
+// a root frame (recorded whatever the filter says), which ends it when the frame yields (the
+// task suspends on what it yielded) or finishes; a traced coroutine frame's yield is one more
+// frame the task's next step resumes; a factory's new task.
+[[gnu::noinline]] PyObject* evaluate_asyncio(PyThreadState* tstate, _PyInterpreterFrame* frame,
+                                             int throwflag, CodeInfo& info, std::uint64_t epoch,
+                                             bool is_announcer)
+{
+    const bool is_traced = (info.trace & k_traced) != 0;
+    PyObject* generator = nullptr;
+    if (info.is_coroutine && frame->owner == FRAME_OWNED_BY_GENERATOR)
+#if PY_VERSION_HEX >= 0x030E0000
+        generator = reinterpret_cast<PyObject*>(_PyGen_GetGeneratorFromFrame(frame));
+#else
+        generator = reinterpret_cast<PyObject*>(_PyFrame_GetGenerator(frame));
+#endif
+    const void* root = generator != nullptr ? root_coroutine(tstate, frame) : nullptr;
+    tasks::Outer outer;
+    if (is_traced || root != nullptr) {
+        check_session();
+        if (root != nullptr) {
+            register_root(info);
+            outer = tasks::enter_step(root);
+        }
+        s_state.emitter->call(info);
+    }
+    PyObject* result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    // The generator outlives its frame's evaluation (whoever resumed it holds it).
+    const bool is_yield =
+        generator != nullptr && result != nullptr &&
+        reinterpret_cast<PyGenObject*>(generator)->gi_frame_state < FRAME_EXECUTING;
+    if (s_epoch == epoch) {
+        if (is_announcer)
+            --s_announcer_depth;
+        if (is_traced || root != nullptr)
+            s_state.emitter->ret(info, result == nullptr);
+    }
+    if (root != nullptr) {
+        const tasks::End end = result == nullptr ? tasks::End::raised
+                               : is_yield        ? tasks::End::yielded
+                                                 : tasks::End::returned;
+        tasks::leave_step(outer, root, end, is_yield ? result : nullptr);
+    } else if (is_yield && is_traced) {
+        tasks::on_yield();
+    }
+    if (info.is_task_factory && result != nullptr)
+        tasks::on_factory_return(result);
+    return result;
+}
+
 PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag)
 {
     if (is_unseen(tstate, frame))
@@ -259,29 +329,12 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
             close_returned(innermost_frame(tstate)); // the caller's stack
         ++s_announcer_depth;
     }
-    const CodeInfo* info = info_for_code_in(code, frame->f_globals);
-    const bool is_emitting = is_traced(info);
-    const void* root = nullptr;
-    std::uint64_t outer_task = 0;
-    if (is_emitting) {
-        check_session();
-        if ((code->co_flags & CO_COROUTINE) != 0 &&
-            (root = root_coroutine(tstate, frame)) != nullptr) [[unlikely]]
-            outer_task = tasks::enter_step(root);
-        s_state.emitter->call(*info);
-    }
-    PyObject* result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
-    if (s_epoch == epoch) {
-        if (is_announcer)
-            --s_announcer_depth;
-        if (is_emitting)
-            s_state.emitter->ret(*info, result == nullptr);
-    }
-    if (root != nullptr) [[unlikely]]
-        tasks::leave_step(outer_task);
-    if (info != nullptr && info->is_task_factory && result != nullptr) [[unlikely]]
-        tasks::on_factory_return(result);
-    return result;
+    CodeInfo* info = info_for_code_in(code, frame->f_globals);
+    if (info != nullptr && info->trace == k_traced) [[likely]]
+        return evaluate_as<true>(tstate, frame, throwflag, info, epoch, is_announcer);
+    if (info != nullptr && info->trace != 0) [[unlikely]]
+        return evaluate_asyncio(tstate, frame, throwflag, *info, epoch, is_announcer);
+    return evaluate_as<false>(tstate, frame, throwflag, info, epoch, is_announcer);
 }
 
 // ------------------------------------------------------------------- probe

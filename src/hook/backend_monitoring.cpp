@@ -178,47 +178,76 @@ bool is_python_callable(PyObject* callable) noexcept
 }
 
 // The roots of asyncio task steps open on this thread (tasks.hpp), innermost last: each
-// frame (backend::innermost_frame()), and the task that was current before it. An eager task's
+// frame (backend::innermost_frame()), its coroutine, and the step it nests in. An eager task's
 // first step nests in its creator's; past k_max_roots nested steps, the deeper ones go
 // unannounced.
 struct OpenRoot {
     const void* frame;
-    std::uint64_t outer_task;
+    const void* coroutine;
+    tasks::Outer outer;
 };
 constexpr int k_max_roots = 16;
 thread_local OpenRoot t_roots[k_max_roots] __attribute__((tls_model("initial-exec")));
 thread_local int t_root_count __attribute__((tls_model("initial-exec"))) = 0;
 
-[[gnu::noinline]] void enter_root() noexcept
+// When the innermost frame, a coroutine's that starts or resumes, is a task's root, its
+// coroutine; else nullptr.
+const void* innermost_root() noexcept
 {
 #if PYUST_HAS_EVAL_BACKEND
-    if (t_root_count >= k_max_roots)
-        return;
-    if (const void* coroutine = backend::innermost_root_coroutine())
-        t_roots[t_root_count++] = {backend::innermost_frame(), tasks::enter_step(coroutine)};
+    return t_root_count < k_max_roots ? backend::innermost_root_coroutine() : nullptr;
+#else
+    return nullptr;
 #endif
 }
 
-// A coroutine's frame stops running: when it is the innermost open root, its step ends.
-[[gnu::noinline]] void leave_root() noexcept
+// Whether the innermost frame is the innermost open root.
+bool is_innermost_root() noexcept
 {
 #if PYUST_HAS_EVAL_BACKEND
-    if (t_roots[t_root_count - 1].frame == backend::innermost_frame())
-        tasks::leave_step(t_roots[--t_root_count].outer_task);
+    return t_root_count > 0 && t_roots[t_root_count - 1].frame == backend::innermost_frame();
+#else
+    return false;
 #endif
 }
 
+// on_enter() of code that plays a part in asyncio's tasks (k_asyncio): a task's step starts when
+// the frame is a root, whose call is recorded whatever the filter says. A coroutine's code never
+// answers DISABLE: any of its frames may be a root.
+[[gnu::noinline]] PyObject* on_asyncio_enter(PyObject* const* args, CodeInfo& info,
+                                             bool can_disable) noexcept
+{
+    const bool is_traced = (info.trace & k_traced) != 0;
+    const void* coroutine = info.is_coroutine ? innermost_root() : nullptr;
+    if (!is_traced && coroutine == nullptr)
+        return can_disable && !info.is_coroutine ? disable() : none();
+    ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
+    check_session();
+    if (coroutine != nullptr) {
+        register_root(info);
+#if PYUST_HAS_EVAL_BACKEND
+        t_roots[t_root_count++] = {backend::innermost_frame(), coroutine,
+                                   tasks::enter_step(coroutine)};
+#endif
+    }
+    s_state.emitter->call(info);
+    return none();
+}
+
+// Filtered-out code pays only the verdict lookup (and, once per code location, DISABLE); asyncio's
+// takes its own path.
 PyObject* on_enter(PyObject* const* args, Py_ssize_t nargs, bool can_disable) noexcept
 {
     CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
-    if (!is_traced(info))
-        return can_disable ? disable() : none();
-    ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
-    check_session();
-    if (info->is_coroutine) [[unlikely]]
-        enter_root();
-    s_state.emitter->call(*info);
-    return none();
+    if (info != nullptr && info->trace == k_traced) [[likely]] {
+        ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
+        check_session();
+        s_state.emitter->call(*info);
+        return none();
+    }
+    if (info != nullptr && info->trace != 0) [[unlikely]]
+        return on_asyncio_enter(args, *info, can_disable);
+    return can_disable ? disable() : none();
 }
 
 PyObject* on_py_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
@@ -231,30 +260,69 @@ PyObject* on_py_throw(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexce
     return on_enter(args, nargs, false);
 }
 
-PyObject* on_py_return(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+// How a frame stops running, as sys.monitoring tells it.
+enum class Exit : std::uint8_t { ret, yield, unwind };
+
+// The end of a frame (value: PY_RETURN's or PY_YIELD's value, PY_UNWIND's exception) of code
+// that plays a part in asyncio's tasks (k_asyncio): a task's step ends at its root's return,
+// which suspends the task (a yield) or ends it; a traced coroutine frame's yield is one more
+// frame the task's next step resumes; a factory hands over its new task, traced or not (it
+// never answers DISABLE, nor does a coroutine's code).
+[[gnu::noinline]] PyObject* on_asyncio_exit(const CodeInfo& info, PyObject* value,
+                                            Exit exit) noexcept
+{
+    if (info.is_task_factory && exit == Exit::ret && value != nullptr)
+        tasks::on_factory_return(value);
+    const bool is_traced = (info.trace & k_traced) != 0;
+    const bool is_root = info.is_coroutine && is_innermost_root();
+    if (!is_traced && !is_root)
+        return none();
+    ensure_thread(nullptr);
+    s_state.emitter->ret(info, exit == Exit::unwind);
+    if (is_root) {
+        const OpenRoot& root = t_roots[--t_root_count];
+        const tasks::End end = exit == Exit::unwind  ? tasks::End::raised
+                               : exit == Exit::yield ? tasks::End::yielded
+                                                     : tasks::End::returned;
+        tasks::leave_step(root.outer, root.coroutine, end, exit == Exit::ret ? nullptr : value);
+    } else if (exit == Exit::yield && info.is_coroutine) {
+        tasks::on_yield();
+    }
+    return none();
+}
+
+// PY_RETURN and PY_YIELD.
+PyObject* on_exit(PyObject* const* args, Py_ssize_t nargs, Exit exit) noexcept
 {
     CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
-    // A task factory's return hands over the new task (PY_RETURN's third argument), traced or
-    // not (it never answers DISABLE).
-    if (info != nullptr && info->is_task_factory && nargs >= 3) [[unlikely]]
-        tasks::on_factory_return(args[2]);
-    if (!is_traced(info))
-        return info != nullptr && info->is_task_factory ? none() : disable();
-    ensure_thread(nullptr);
-    s_state.emitter->ret(*info, false);
-    if (info->is_coroutine && t_root_count > 0) [[unlikely]]
-        leave_root();
-    return none();
+    if (info != nullptr && info->trace == k_traced) [[likely]] {
+        ensure_thread(nullptr);
+        s_state.emitter->ret(*info, false);
+        return none();
+    }
+    if (info != nullptr && info->trace != 0) [[unlikely]]
+        return on_asyncio_exit(*info, nargs >= 3 ? args[2] : nullptr, exit);
+    return disable();
+}
+
+PyObject* on_py_return(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    return on_exit(args, nargs, Exit::ret);
+}
+
+PyObject* on_py_yield(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
+{
+    return on_exit(args, nargs, Exit::yield);
 }
 
 PyObject* on_py_unwind(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 {
     CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
-    if (is_traced(info)) {
+    if (info != nullptr && info->trace == k_traced) [[likely]] {
         ensure_thread(nullptr);
         s_state.emitter->ret(*info, true);
-        if (info->is_coroutine && t_root_count > 0) [[unlikely]]
-            leave_root();
+    } else if (info != nullptr && info->trace != 0) [[unlikely]] {
+        on_asyncio_exit(*info, nargs >= 3 ? args[2] : nullptr, Exit::unwind);
     }
     return none();
 }
@@ -315,7 +383,7 @@ PyMethodDef k_methods[event_count] = {
     {"pyust_py_resume", PYUST_CALLBACK(on_py_start), METH_FASTCALL, nullptr},
     {"pyust_py_throw", PYUST_CALLBACK(on_py_throw), METH_FASTCALL, nullptr},
     {"pyust_py_return", PYUST_CALLBACK(on_py_return), METH_FASTCALL, nullptr},
-    {"pyust_py_yield", PYUST_CALLBACK(on_py_return), METH_FASTCALL, nullptr},
+    {"pyust_py_yield", PYUST_CALLBACK(on_py_yield), METH_FASTCALL, nullptr},
     {"pyust_py_unwind", PYUST_CALLBACK(on_py_unwind), METH_FASTCALL, nullptr},
     {"pyust_line", PYUST_CALLBACK(on_line), METH_FASTCALL, nullptr},
     {"pyust_call", PYUST_CALLBACK(on_c_call), METH_FASTCALL, nullptr},

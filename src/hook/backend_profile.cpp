@@ -57,11 +57,12 @@ inline CodeInfo* info_of(PyFrameObject* frame) noexcept
 }
 
 // The roots of asyncio task steps open on this thread (tasks.hpp), innermost last: each
-// frame, and the task that was current before it. An eager task's first step nests in its
+// frame, its coroutine, and the step it nests in. An eager task's first step nests in its
 // creator's; past k_max_roots nested steps, the deeper ones go unannounced.
 struct OpenRoot {
     PyFrameObject* frame;
-    std::uint64_t outer_task;
+    const void* coroutine;
+    tasks::Outer outer;
 };
 constexpr int k_max_roots = 16;
 thread_local OpenRoot t_roots[k_max_roots] __attribute__((tls_model("initial-exec")));
@@ -91,35 +92,73 @@ thread_local int t_root_count __attribute__((tls_model("initial-exec"))) = 0;
 #endif
 }
 
-[[gnu::noinline]] void enter_root(PyFrameObject* frame) noexcept
+// Whether a coroutine's frame that returns to the profile function yielded (it is suspended)
+// rather than returned for good: the interpreter marks it suspended before it tells.
+bool has_yielded(PyFrameObject* frame) noexcept
 {
-    if (t_root_count >= k_max_roots)
-        return;
-    if (const void* coroutine = root_coroutine(frame))
-        t_roots[t_root_count++] = {frame, tasks::enter_step(coroutine)};
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject* generator = PyFrame_GetGenerator(frame);
+    const bool is_suspended =
+        generator != nullptr && reinterpret_cast<PyGenObject*>(generator)->gi_frame_state < 0;
+    Py_XDECREF(generator);
+    return is_suspended;
+#else
+    return frame->f_state == FRAME_SUSPENDED;
+#endif
 }
 
-// A coroutine's frame or a task factory returns (value: nullptr when it raised): a task's step
-// ends when the frame is the innermost open root; a factory hands over its new task.
-[[gnu::noinline]] void on_asyncio_return(PyFrameObject* frame, const CodeInfo& info,
+// The call of code that plays a part in asyncio's tasks (k_asyncio): a task's step starts when
+// the frame is a root, whose call is recorded whatever the filter says.
+[[gnu::noinline]] void on_asyncio_call(PyFrameObject* frame, CodeInfo& info) noexcept
+{
+    const bool is_traced = (info.trace & k_traced) != 0;
+    const void* coroutine =
+        info.is_coroutine && t_root_count < k_max_roots ? root_coroutine(frame) : nullptr;
+    if (!is_traced && coroutine == nullptr)
+        return;
+    check_session();
+    if (coroutine != nullptr) {
+        register_root(info);
+        t_roots[t_root_count++] = {frame, coroutine, tasks::enter_step(coroutine)};
+    }
+    s_state.emitter->call(info);
+}
+
+// The return of code that plays a part in asyncio's tasks (value: what it returned or yielded,
+// nullptr when it raised): a task's step ends at its root's return, which suspends the task
+// (a yield) or ends it; a traced coroutine frame's yield is one more frame the task's next step
+// resumes; a factory hands over its new task.
+[[gnu::noinline]] void on_asyncio_return(PyFrameObject* frame, const CodeInfo& info, bool is_unwind,
                                          PyObject* value) noexcept
 {
-    if (t_root_count > 0 && t_roots[t_root_count - 1].frame == frame)
-        tasks::leave_step(t_roots[--t_root_count].outer_task);
-    if (info.is_task_factory && value != nullptr)
+    const bool is_traced = (info.trace & k_traced) != 0;
+    const bool is_root = t_root_count > 0 && t_roots[t_root_count - 1].frame == frame;
+    if (is_traced || is_root)
+        s_state.emitter->ret(info, is_unwind);
+    const bool is_yield = info.is_coroutine && !is_unwind && has_yielded(frame);
+    if (is_root) {
+        const OpenRoot& root = t_roots[--t_root_count];
+        const tasks::End end = is_unwind  ? tasks::End::raised
+                               : is_yield ? tasks::End::yielded
+                                          : tasks::End::returned;
+        tasks::leave_step(root.outer, root.coroutine, end, is_yield ? value : nullptr);
+    } else if (is_yield && is_traced) {
+        tasks::on_yield();
+    }
+    if (info.is_task_factory && !is_unwind)
         tasks::on_factory_return(value);
 }
 
+// Filtered-out calls and returns pay only the verdict lookup; asyncio's take their own path.
 void on_call(PyFrameObject* frame) noexcept
 {
     t_last.frame = nullptr;
-    const CodeInfo* info = info_of(frame);
-    if (is_traced(info)) {
-        // Filtered-out calls pay only the verdict lookup.
+    CodeInfo* info = info_of(frame);
+    if (info != nullptr && info->trace == k_traced) [[likely]] {
         check_session();
-        if (info->is_coroutine) [[unlikely]]
-            enter_root(frame);
         s_state.emitter->call(*info);
+    } else if (info != nullptr && info->trace != 0) [[unlikely]] {
+        on_asyncio_call(frame, *info);
     }
 }
 
@@ -127,10 +166,10 @@ void on_return(PyFrameObject* frame, bool is_unwind, PyObject* value) noexcept
 {
     const CodeInfo* info = info_of(frame);
     t_last.frame = nullptr; // the frame is done: its memory may be reused
-    if (is_traced(info))
+    if (info != nullptr && info->trace == k_traced) [[likely]]
         s_state.emitter->ret(*info, is_unwind);
-    if (info != nullptr && (info->is_coroutine || info->is_task_factory)) [[unlikely]]
-        on_asyncio_return(frame, *info, is_unwind ? nullptr : value);
+    else if (info != nullptr && info->trace != 0) [[unlikely]]
+        on_asyncio_return(frame, *info, is_unwind, value);
 }
 
 // C calls are recorded only from traced Python code (the pyust runner's own

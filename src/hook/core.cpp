@@ -116,7 +116,7 @@ void start(const Options& options)
     // attach, start/stop/start): every code object is registered in the trace
     // again when it next runs, as if new (registration.cpp's decide() emits
     // python:code when code becomes traced).
-    s_state.registry->for_each_code([](CodeInfo& info) { info.is_traced = false; });
+    s_state.registry->for_each_code([](CodeInfo& info) { info.trace &= ~k_traced; });
     s_state.emitter = options.fast ? &batch_emitter() : &lttng_emitter();
     s_state.has_batched = s_state.has_batched || options.fast;
     s_state.was_code_enabled = s_state.emitter->is_code_enabled();

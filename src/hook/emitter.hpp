@@ -30,7 +30,10 @@ public:
     // python:task and python:task_step (asyncio, tasks.hpp): in the fast mode, a step is a
     // record of the thread's batch, a task a standard event.
     virtual void task(std::uint64_t key, std::uint64_t parent, const char* name) noexcept = 0;
-    virtual void task_step(std::uint64_t key) noexcept = 0;
+    virtual void task_step(std::uint64_t key, std::uint32_t resumed, std::uint8_t awaited,
+                           std::uint64_t awaited_id) noexcept = 0;
+    // python:task_end (both modes: a standard event).
+    virtual void task_end(std::uint64_t key, std::uint8_t state) noexcept = 0;
 
     // True while some session records python:code (or, in the fast mode,
     // python:batch): the hook watches it, at every traced call, to re-emit

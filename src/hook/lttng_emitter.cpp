@@ -61,7 +61,15 @@ public:
     {
         PYUST_EMIT(task, key, parent, name);
     }
-    void task_step(std::uint64_t key) noexcept override { PYUST_EMIT(task_step, key); }
+    void task_step(std::uint64_t key, std::uint32_t resumed, std::uint8_t awaited,
+                   std::uint64_t awaited_id) noexcept override
+    {
+        PYUST_EMIT(task_step, key, resumed, awaited, awaited_id);
+    }
+    void task_end(std::uint64_t key, std::uint8_t state) noexcept override
+    {
+        PYUST_EMIT(task_end, key, state);
+    }
     bool is_recording() const noexcept override
     {
         // clang-format takes the event name `return` for the keyword.

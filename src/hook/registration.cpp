@@ -46,14 +46,27 @@ bool starts_with(const std::string& text, const std::string& prefix) noexcept
 // is never traced) and registers it in the trace when it becomes traced.
 void decide(CodeInfo& info) noexcept
 {
-    const bool was_traced = info.is_traced;
+    const bool was_traced = (info.trace & k_traced) != 0;
     info.generation = s_state.generation;
-    info.is_traced = !info.is_hidden && !starts_with(info.file, s_state.own_dir) &&
-                     !starts_with(info.file, s_state.options.hidden_dir) &&
-                     s_state.filter.is_traced(info.module);
-    if (info.is_traced && !was_traced)
+    const bool is_traced = !info.is_hidden && !starts_with(info.file, s_state.own_dir) &&
+                           !starts_with(info.file, s_state.options.hidden_dir) &&
+                           s_state.filter.is_traced(info.module);
+    info.trace = static_cast<std::uint8_t>((info.trace & ~k_traced) | (is_traced ? k_traced : 0));
+    if (is_traced && !was_traced)
         s_state.emitter->code(info);
 }
+
+} // namespace
+
+void register_root(CodeInfo& info) noexcept
+{
+    if ((info.trace & k_traced) != 0 || info.root_generation == s_state.generation)
+        return;
+    info.root_generation = s_state.generation;
+    s_state.emitter->code(info);
+}
+
+namespace {
 
 // globals["__name__"], or "?".
 std::string module_of_globals(PyObject* globals)
@@ -142,7 +155,9 @@ CodeInfo* register_code(PyCodeObject* code, ModuleFor module_for) noexcept
                                   std::move(file), static_cast<std::uint32_t>(code->co_firstlineno),
                                   false, utf8_or_unknown(code->co_name));
         info.is_task_factory = tasks::role_of(info.module, info.qualname) == tasks::Role::factory;
-        info.is_coroutine = (code->co_flags & CO_COROUTINE) != 0;
+        info.is_coroutine = (code->co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE)) != 0;
+        if (info.is_task_factory || info.is_coroutine)
+            info.trace = k_asyncio;
         decide(info);
         compat::set_code_extra(code, s_state.extra_index, &info);
         return &info;
@@ -227,7 +242,7 @@ void hide_code(PyCodeObject* code) noexcept
             compat::set_code_extra(code, s_state.extra_index, info);
         }
         info->is_hidden = true;
-        info->is_traced = false;
+        info->trace = 0; // neither traced nor a task's root
     } catch (...) {
     }
 }

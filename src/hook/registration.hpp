@@ -25,9 +25,13 @@ CodeInfo* info_for_code_in(PyCodeObject* code, PyObject* globals) noexcept;
 // info_for_code() of the code the frame runs. noexcept.
 CodeInfo* info_for_frame(PyFrameObject* frame) noexcept;
 
+// A task's root frame runs code the filter leaves out (tasks.hpp): its python:code, once per
+// generation, so that its call and return name it. Needs init(); the GIL held. noexcept.
+void register_root(CodeInfo& info) noexcept;
+
 inline bool is_traced(const CodeInfo* info) noexcept
 {
-    return info != nullptr && info->is_traced;
+    return info != nullptr && (info->trace & k_traced) != 0;
 }
 
 // Marks one code object as never traced (pyust attach's injected code, which

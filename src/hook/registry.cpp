@@ -26,7 +26,7 @@ CodeInfo& Registry::add(std::string module, std::string qualname, std::string fi
         throw std::length_error("Cannot register code object: this process used every id");
     CodeInfo& info = m_codes.emplace_back();
     info.id = make_code_id(m_pid, m_next_seq++);
-    info.is_traced = is_traced;
+    info.trace = is_traced ? k_traced : 0;
     info.module = std::move(module);
     info.qualname = std::move(qualname);
     info.file = std::move(file);

@@ -27,12 +27,19 @@ constexpr std::uint64_t make_code_id(std::uint32_t pid, std::uint32_t seq) noexc
 // (src/analysis/stack_model.hpp, no_file_name).
 inline constexpr const char* k_no_file_name = "<no file name>";
 
+// The bits of CodeInfo::trace: what the back ends do at a code object's calls and returns,
+// tested once on their per-event paths. trace == k_traced, the plain case, is their fast path;
+// any other nonzero value (k_asyncio set) takes their asyncio path, so that the cost of tasks
+// falls on the code that plays a part in them alone.
+constexpr std::uint8_t k_traced = 1;  // the hook emits this code's events (the filter's verdict)
+constexpr std::uint8_t k_asyncio = 2; // an async def's code or a task factory (tasks.hpp)
+
 // What the hook knows about one code object. Its address is stable for the
 // life of the process, so the hook stores a pointer to it on the code object.
 struct CodeInfo {
     std::uint64_t id = 0;
-    bool is_traced = false; // false: the hook emits nothing for this code object
-    // The filter generation is_traced was decided under: start() with new
+    std::uint8_t trace = 0; // k_traced, k_asyncio; without k_traced the hook emits nothing
+    // The filter generation k_traced was decided under: start() with new
     // module filters begins a new generation, and the hook decides again.
     std::uint32_t generation = 0;
     bool is_hidden = false; // never traced, whatever the filter (pyust's runner frames)
@@ -41,10 +48,13 @@ struct CodeInfo {
     std::string file;       // never empty: k_no_file_name for an empty co_filename
     std::uint32_t first_line = 0;
     std::string name; // co_name; never empty: "?" when it is
-    // asyncio (tasks.hpp): code that returns a new task (an event loop's create_task), and an
-    // async def's code (CO_COROUTINE), whose frame may be a task's root.
+    // asyncio (tasks.hpp; either sets k_asyncio): code that returns a new task (an event loop's
+    // create_task), and an async def's code (CO_COROUTINE), whose frame may be a task's root.
     bool is_task_factory = false;
     bool is_coroutine = false;
+    // The generation in which python:code registered it as a task's root frame, which is
+    // recorded even when the filter leaves its code out (0: never).
+    std::uint32_t root_generation = 0;
 };
 
 class Registry {

@@ -128,7 +128,7 @@ void rundown() noexcept
         s_state.emitter->thread(tid, name.c_str());
     });
     s_state.registry->for_each_code([](const CodeInfo& info) {
-        if (info.is_traced)
+        if ((info.trace & k_traced) != 0 || info.root_generation == s_state.generation)
             s_state.emitter->code(info);
     });
 }

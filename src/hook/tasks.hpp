@@ -7,7 +7,9 @@
 // the code objects that create tasks are marked at registration (role_of())
 // and hand their result to on_factory_return(). A task is named by the address
 // of its coroutine object, which the hook holds at every step without a
-// lookup. Every function requires the GIL and never raises into the program.
+// lookup. A root frame's call and return are recorded whatever the module filter
+// says (register_root()). Every function requires the GIL and never raises into
+// the program.
 #pragma once
 
 #include <cstdint>
@@ -26,17 +28,42 @@ enum class Role : std::uint8_t {
 // The role of the code named module:qualname (qualname is co_name before 3.11). noexcept.
 Role role_of(const std::string& module, const std::string& qualname) noexcept;
 
-// A root coroutine frame of the coroutine object at coroutine starts or resumes: emits
-// python:task_step and makes it the calling thread's current task. Returns the task that was
-// current before, for leave_step(). noexcept.
-std::uint64_t enter_step(const void* coroutine) noexcept;
+// What enter_step() saves of the step it nests in (an eager task's first step runs inside its
+// creator's), for leave_step().
+struct Outer {
+    std::uint64_t task = 0;
+    std::uint32_t yields = 0;
+};
 
-// The root frame of enter_step() stopped running (it yielded, returned or raised): previous
-// (enter_step()'s result) is the thread's current task again. noexcept.
-void leave_step(std::uint64_t previous) noexcept;
+// A root coroutine frame of the coroutine object at coroutine starts or resumes: emits
+// python:task_step (with what the task's last suspension left: how many frames it resumes,
+// what it waited on) and makes it the calling thread's current task. noexcept.
+Outer enter_step(const void* coroutine) noexcept;
+
+// A traced coroutine frame other than a root yielded (suspended) during the step: one more
+// frame the task's next step resumes. noexcept.
+inline void on_yield() noexcept;
+
+// How a frame stopped running.
+enum class End : std::uint8_t { yielded, returned, raised };
+
+// The root frame of enter_step(coroutine) stopped: it yielded value (the task suspends on
+// it), or returned or raised (python:task_end; raised: the exception is the current one).
+// outer (enter_step()'s result) is the thread's step again. noexcept.
+void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* value) noexcept;
 
 // A factory (Role::factory) returned result: python:task for it, when it is a task (has
 // get_coro()) not named already by an inner factory's return. noexcept.
 void on_factory_return(PyObject* result) noexcept;
+
+namespace detail {
+// Frames that yielded during the thread's current step (on_yield()).
+extern thread_local std::uint32_t t_yields __attribute__((tls_model("initial-exec")));
+} // namespace detail
+
+inline void on_yield() noexcept
+{
+    ++detail::t_yields;
+}
 
 } // namespace pyust::hook::tasks

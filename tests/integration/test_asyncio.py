@@ -170,3 +170,105 @@ def test_fast_mode_records_steps_in_batches(session, make_program):
     tasks, calls = _steps(read_trace(session.path, session.owner, expand=True), program)
     assert sorted(counts.get("parse", 0) for counts in calls.values()) == [0, 0, 2, 3, 4]
     assert [calls[t]["parse"] for t in calls if t is not None and tasks[t]["name"] == "ctask"] == [2]
+
+
+def _step_events(trace, program: str) -> dict:
+    """Per task name: its python:task_step fields in order, each with the qualnames of the
+    first `resumed` calls that follow it on its thread; and "end": its python:task_end state."""
+    codes = trace.codes
+    names: dict = {}
+    out: dict = {}
+    pending: dict = {}  # thread -> [step, calls still to take]
+    for e in trace.events:
+        thread = (e["vpid"], e["vtid"])
+        if e["name"] == "python:task":
+            names[e["fields"]["task"]] = e["fields"]["name"]
+        elif e["name"] == "python:task_step":
+            f = e["fields"]
+            step = {"resumed": f["resumed"], "awaited": f["awaited"],
+                    "awaited_id": f["awaited_id"], "calls": []}
+            out.setdefault(names.get(f["task"], "?"), {"steps": []})["steps"].append(step)
+            pending[thread] = [step, max(f["resumed"], 1)]
+        elif e["name"] == "python:call" and pending.get(thread):
+            step, left = pending[thread]
+            step["calls"].append(codes[e["fields"]["id"]]["qualname"])
+            pending[thread] = [step, left - 1] if left > 1 else None
+        elif e["name"] == "python:task_end":
+            out.setdefault(names.get(e["fields"]["task"], "?"), {"steps": []})["end"] = \
+                e["fields"]["state"]
+    return out
+
+
+@pytest.mark.parametrize("flags,chain", [([], ["worker", "fetch", "sleep"]),
+                                         (["--modules", "__main__"], ["worker", "fetch"])],
+                         ids=["all", "main-only"])
+def test_steps_say_what_they_resume_and_what_the_task_awaited(session, make_program, flags,
+                                                               chain):
+    """A task's first step resumes nothing and awaited nothing; each later one resumes its
+    traced await chain (worker, fetch and asyncio's sleep; sleep filtered out with --modules
+    __main__), whose frames are the step's first calls, after a future (sleep's); main's task
+    awaits gather's future. Each task ends returned (python:task_end state 0)."""
+    program = make_program(THREE_TASKS)
+    result = run_hooked([program], flags=flags)
+    assert result.returncode == 0, result.stderr
+    tasks = _step_events(session.read(), program)
+    assert tasks["ctask"]["end"] == 0
+    workers = [t for t in tasks.values() if t["steps"][0]["calls"] == ["worker"]]
+    assert sorted(len(t["steps"]) for t in workers) == [3, 4, 5]  # n sleeps: n + 1 steps
+    for task in workers:
+        first, *later = task["steps"]
+        assert (first["resumed"], first["awaited"], first["awaited_id"]) == (0, 0, 0)
+        for step in later:
+            assert step["resumed"] == len(chain)
+            assert [name.rsplit(".", 1)[-1] for name in step["calls"]] == chain
+            assert step["awaited"] == 2 and step["awaited_id"] != 0
+        assert task["end"] == 0
+    main = next(t for t in tasks.values() if t["steps"][0]["calls"] == ["main"])
+    assert [s["awaited"] for s in main["steps"][1:]] == [4]
+    assert main["end"] == 0
+
+
+ENDINGS = """\
+import asyncio
+
+
+async def fails():
+    await asyncio.sleep(0)
+    raise ValueError("no")
+
+
+async def waits():
+    await asyncio.sleep(10)
+
+
+async def main():
+    failing = asyncio.create_task(fails(), name="fails")
+    waiting = asyncio.create_task(waits(), name="waits")
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    results = await asyncio.gather(failing, waiting, return_exceptions=True)
+    print([type(r).__name__ for r in results])
+
+
+asyncio.run(main(), debug=False)
+"""
+
+
+def test_task_end_says_returned_raised_or_cancelled(session, make_program):
+    """python:task_end: 1 for a task whose coroutine raised, 2 for one cancelled, 0 for main's
+    (which returned); the sleep(0) before the raise is a bare yield (awaited 1). The roots
+    are recorded whatever --modules says: a filter that names no module of the program still
+    has each task's root frame called and returned."""
+    program = make_program(ENDINGS)
+    result = run_hooked([program], flags=["--modules", "no_such_module"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "['ValueError', 'CancelledError']\n"
+    trace = session.read()
+    tasks = _step_events(trace, program)
+    assert (tasks["fails"]["end"], tasks["waits"]["end"]) == (1, 2)
+    assert [s["awaited"] for s in tasks["fails"]["steps"]] == [0, 1]
+    assert [s["calls"] for s in tasks["fails"]["steps"]] == [["fails"], ["fails"]]
+    main = next(t for t in tasks.values() if t["steps"][0]["calls"] == ["main"])
+    assert main["end"] == 0
+    calls = {trace.codes[e["fields"]["id"]]["qualname"] for e in trace.of("python:call")}
+    assert calls >= {"main", "fails", "waits"} and "<module>" not in calls

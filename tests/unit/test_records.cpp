@@ -255,12 +255,20 @@ TEST_CASE("every kind reads back exactly at the edges of each field's widths")
                         static_cast<std::uint32_t>(line)},
                        id_high);
     }
-    SUBCASE("the longest record is k_max_record bytes")
+    SUBCASE("the longest record is a task step of k_max_record bytes, then a line record")
     {
         std::vector<std::uint8_t> bytes;
+        hook_record(bytes, encoding::k_line, encoding::k_max_advance, encoding::k_task_step_id,
+                    id_high, 0);
+        bytes.pop_back(); // its fields instead of the line
+        for (const std::uint64_t field : {~std::uint64_t{0}, std::uint64_t{0xffffffffu},
+                                          encoding::k_max_awaited, ~std::uint64_t{0}})
+            put_varint(bytes, field);
+        CHECK(bytes.size() == encoding::k_max_record);
+        bytes.clear();
         hook_record(bytes, encoding::k_line, encoding::k_max_advance, ~std::uint64_t{0}, id_high,
                     0xffffffffu);
-        CHECK(bytes.size() == encoding::k_max_record);
+        CHECK(bytes.size() == 25);
         round_trip({encoding::k_line, encoding::k_max_advance, ~std::uint64_t{0}, 0xffffffffu},
                    id_high);
     }
@@ -271,7 +279,8 @@ TEST_CASE("a task step reads back between the records around it, at every key's 
     const std::uint32_t id_high = 0x2a;
     for (const std::uint64_t key : width_edges(~std::uint64_t{0})) {
         CAPTURE(key);
-        // As the hook writes it: a far line record of code id 0, then the key.
+        // As the hook writes it: a far line record of code id 0, then the key, resumed, awaited
+        // and awaited_id.
         std::vector<std::uint8_t> bytes;
         hook_record(bytes, encoding::k_call, 1, encoding::near_id(id_high, 5), id_high);
         const std::size_t step_begin = bytes.size();
@@ -279,6 +288,9 @@ TEST_CASE("a task step reads back between the records around it, at every key's 
         std::uint8_t* end =
             encoding::put_record(step, encoding::k_line, 2, encoding::k_task_step_id, id_high);
         end = encoding::put_varint(end, key);
+        end = encoding::put_varint(end, 0xffffffffu);
+        end = encoding::put_varint(end, encoding::k_max_awaited);
+        end = encoding::put_varint(end, ~key);
         CHECK(end - step <= encoding::k_max_record);
         bytes.insert(bytes.end(), step, end);
         hook_record(bytes, encoding::k_call, 3, encoding::near_id(id_high, 6), id_high);
@@ -291,6 +303,9 @@ TEST_CASE("a task step reads back between the records around it, at every key's 
         CHECK(records[0].kind == RecordKind::call);
         CHECK(records[1].kind == RecordKind::task_step);
         CHECK(records[1].task == key);
+        CHECK(records[1].resumed == 0xffffffffu);
+        CHECK(records[1].awaited == encoding::k_max_awaited);
+        CHECK(records[1].awaited_id == ~key);
         CHECK(records[1].id == 0);
         CHECK(records[1].value == 3);
         CHECK(records[2].kind == RecordKind::call);
@@ -358,6 +373,16 @@ TEST_CASE("a damaged batch says what is wrong, and where")
         put_record(bytes, 3, 1, 7, 0x1'0000'0000ULL);
         CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
               "a line number exceeds 32 bits at index 0");
+    }
+    SUBCASE("a task step's awaited out of range")
+    {
+        std::vector<std::uint8_t> bytes;
+        put_record(bytes, 3 | 4, 1, 0, 7); // far line record of id 0; 7: its key
+        put_varint(bytes, 1);              // resumed
+        put_varint(bytes, 5);              // awaited: at most 4
+        put_varint(bytes, 0);              // awaited_id
+        CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
+              "a task step's resumed or awaited is out of range at index 0");
     }
     SUBCASE("a varint over 64 bits")
     {

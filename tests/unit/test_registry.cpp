@@ -26,8 +26,8 @@ TEST_CASE("registration assigns increasing ids and keeps every field")
     CHECK(a.qualname == "Klass.method");
     CHECK(a.file == "/src/mod.py");
     CHECK(a.first_line == 10);
-    CHECK(a.is_traced);
-    CHECK_FALSE(b.is_traced);
+    CHECK(a.trace == pyust::hook::k_traced);
+    CHECK(b.trace == 0);
     CHECK(registry.code_count() == 2);
 }
 

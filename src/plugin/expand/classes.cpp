@@ -118,9 +118,13 @@ void find_payload_members(const std::string& where, Target& target)
                     where);
     if (target.task_step) {
         target.step_task = find_member(payload(target.task_step), "task");
-        if (target.step_task.index < 0)
-            throw Error("Cannot expand python:batch: reason=python:task_step lacks its "
-                        "payload field task (not pyust's event model?)" +
+        target.step_resumed = find_member(payload(target.task_step), "resumed");
+        target.step_awaited = find_member(payload(target.task_step), "awaited");
+        target.step_awaited_id = find_member(payload(target.task_step), "awaited_id");
+        if (target.step_task.index < 0 || target.step_resumed.index < 0 ||
+            target.step_awaited.index < 0 || target.step_awaited_id.index < 0)
+            throw Error("Cannot expand python:batch: reason=python:task_step lacks a payload "
+                        "field (not pyust's event model?)" +
                         where);
     }
 }

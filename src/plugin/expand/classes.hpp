@@ -36,7 +36,8 @@ struct Target {
     // python:task_step, null in a trace without it (recorded by a pyust older than asyncio
     // tasks, or without the event enabled): its task steps are dropped.
     const bt_event_class* task_step = nullptr;
-    FieldMember call_id, call_name, ret_id, ret_unwind, line_id, line_line, step_task;
+    FieldMember call_id, call_name, ret_id, ret_unwind, line_id, line_line;
+    FieldMember step_task, step_resumed, step_awaited, step_awaited_id;
     FieldMember vpid, vtid; // in the common context
     std::unique_ptr<Clock> clock;
     bool has_packets = false;

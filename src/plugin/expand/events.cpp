@@ -47,6 +47,10 @@ MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Re
         break;
     case RecordKind::task_step:
         set_int(member_of(payload, target.step_task), static_cast<std::int64_t>(record.task));
+        set_int(member_of(payload, target.step_resumed), record.resumed);
+        set_int(member_of(payload, target.step_awaited), record.awaited);
+        set_int(member_of(payload, target.step_awaited_id),
+                static_cast<std::int64_t>(record.awaited_id));
         break;
     }
     return message;

@@ -59,8 +59,19 @@ bool RecordReader::next(Record& record) noexcept
     record.task = 0;
     if (batch_records::is_task_step(head, id)) {
         record.kind = RecordKind::task_step;
-        if ((m_fault = batch_records::read_varint(m_at, m_end, record.task)))
+        std::uint64_t resumed = 0;
+        std::uint64_t awaited = 0;
+        if ((m_fault = batch_records::read_varint(m_at, m_end, record.task)) ||
+            (m_fault = batch_records::read_varint(m_at, m_end, resumed)) ||
+            (m_fault = batch_records::read_varint(m_at, m_end, awaited)) ||
+            (m_fault = batch_records::read_varint(m_at, m_end, record.awaited_id)))
             return false;
+        if (resumed > 0xffffffffu || awaited > batch_records::k_max_awaited) {
+            m_fault = "a task step's resumed or awaited is out of range";
+            return false;
+        }
+        record.resumed = static_cast<std::uint32_t>(resumed);
+        record.awaited = static_cast<std::uint8_t>(awaited);
     } else if (batch_records::has_line(kind)) {
         std::uint64_t line = 0;
         if ((m_fault = batch_records::read_varint(m_at, m_end, line)))

@@ -26,11 +26,14 @@ enum class RecordKind : std::uint8_t {
 // batch's clock (LTTng's, in ns); the filter then replaces it by the stream
 // clock's cycles and sets time.
 struct Record {
-    std::int64_t time = 0;   // ns from the clock's origin (set by the filter)
-    std::uint64_t value = 0; // the record's time as a clock value
-    std::uint64_t id = 0;    // the code id (0 for a task step)
-    std::uint64_t task = 0;  // task steps only: the task's key
-    std::uint32_t line = 0;  // line records only
+    std::int64_t time = 0;        // ns from the clock's origin (set by the filter)
+    std::uint64_t value = 0;      // the record's time as a clock value
+    std::uint64_t id = 0;         // the code id (0 for a task step)
+    std::uint64_t task = 0;       // task steps only: the task's key,
+    std::uint64_t awaited_id = 0; // what its suspension waited on (python_tp.h)
+    std::uint32_t resumed = 0;    // how many frames it resumes
+    std::uint8_t awaited = 0;     // what kind of thing its suspension waited on
+    std::uint32_t line = 0;       // line records only
     RecordKind kind = RecordKind::call;
 };
 
