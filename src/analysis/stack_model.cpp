@@ -9,118 +9,6 @@
 
 namespace pyust::analysis {
 
-namespace {
-
-// How many bytes the UTF-8 character at text[at] takes, or 0 when the bytes there are not one
-// (RFC 3629: no overlong form (C0, C1; E0 80..9F; F0 80..8F), no surrogate (ED A0..BF), nothing
-// past U+10FFFF (F4 90..; F5..FF), no stray or missing continuation byte).
-std::size_t utf8_length(std::string_view text, std::size_t at) noexcept
-{
-    const auto byte = static_cast<unsigned char>(text[at]);
-    const std::size_t length = byte < 0x80                   ? 1
-                               : byte >= 0xc2 && byte < 0xe0 ? 2
-                               : byte >= 0xe0 && byte < 0xf0 ? 3
-                               : byte >= 0xf0 && byte < 0xf5 ? 4
-                                                             : 0;
-    if (length == 0 || at + length > text.size())
-        return 0;
-    for (std::size_t k = 1; k < length; ++k)
-        if ((static_cast<unsigned char>(text[at + k]) & 0xc0) != 0x80)
-            return 0;
-    if (length > 2) {
-        const auto second = static_cast<unsigned char>(text[at + 1]);
-        if ((byte == 0xe0 && second < 0xa0) || (byte == 0xed && second >= 0xa0) ||
-            (byte == 0xf0 && second < 0x90) || (byte == 0xf4 && second >= 0x90))
-            return 0;
-    }
-    return length;
-}
-
-// Whether the valid character at text[at], length bytes, must be escaped all the same: C0
-// controls, DEL, ';' (folded's separator), C1 controls (U+0080..U+009F: 8-bit terminal
-// controls), U+2028 and U+2029 (line breaks to JavaScript and to some viewers), U+FFFE and U+FFFF
-// (not characters of XML 1.0).
-bool is_escaped(std::string_view text, std::size_t at, std::size_t length) noexcept
-{
-    const auto byte = static_cast<unsigned char>(text[at]);
-    const auto second = length > 1 ? static_cast<unsigned char>(text[at + 1]) : 0;
-    const auto third = length > 2 ? static_cast<unsigned char>(text[at + 2]) : 0;
-    switch (length) {
-    case 1:
-        return byte < 0x20 || byte == 0x7f || byte == ';';
-    case 2:
-        return byte == 0xc2 && second < 0xa0;
-    case 3:
-        return (byte == 0xe2 && second == 0x80 && (third == 0xa8 || third == 0xa9)) ||
-               (byte == 0xef && second == 0xbf && third >= 0xbe);
-    default:
-        return false;
-    }
-}
-
-void append_escape(std::string& out, unsigned char byte)
-{
-    static constexpr char digits[] = "0123456789abcdef";
-    out += "\\x";
-    out += digits[byte >> 4];
-    out += digits[byte & 0xf];
-}
-
-} // namespace
-
-std::string valid_utf8(std::string_view text)
-{
-    std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size();) {
-        const std::size_t length = utf8_length(text, i);
-        if (length == 0) {
-            append_escape(out, static_cast<unsigned char>(text[i]));
-            ++i;
-        } else {
-            out.append(text, i, length);
-            i += length;
-        }
-    }
-    return out;
-}
-
-namespace {
-
-// printable() and readable(): is_prose keeps ';' and writes \n, \t, \r as C does.
-std::string escaped(std::string_view name, bool is_prose)
-{
-    std::string out;
-    out.reserve(name.size());
-    for (std::size_t i = 0; i < name.size();) {
-        const std::size_t length = utf8_length(name, i);
-        const char c = name[i];
-        if (is_prose && length == 1 && (c == ';' || c == '\n' || c == '\t' || c == '\r')) {
-            out += c == ';' ? ";" : c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
-            ++i;
-        } else if (length == 0 || is_escaped(name, i, length)) {
-            for (const std::size_t end = i + std::max<std::size_t>(length, 1); i < end; ++i)
-                append_escape(out, static_cast<unsigned char>(name[i]));
-        } else {
-            out.append(name, i, length);
-            i += length;
-        }
-    }
-    return out;
-}
-
-} // namespace
-
-std::string printable(std::string_view name)
-{
-    return escaped(name, false);
-}
-
-std::string readable(std::string_view text)
-{
-    return escaped(text, true);
-}
-
 const char* gap_kind_name(GapKind kind) noexcept
 {
     switch (kind) {
@@ -143,14 +31,15 @@ Thread::Thread(ThreadKey key) : m_key(key)
     m_nodes.emplace_back(); // the root
 }
 
-std::uint32_t Thread::child_node(std::uint32_t parent, FrameId id)
+std::uint32_t Thread::child_node(std::uint32_t parent, FrameId id, bool is_task_root)
 {
-    const auto [it, is_new] =
-        m_child_index.try_emplace(ChildKey{parent, id}, static_cast<std::uint32_t>(m_nodes.size()));
+    const auto [it, is_new] = m_child_index.try_emplace(ChildKey{parent, id, is_task_root},
+                                                        static_cast<std::uint32_t>(m_nodes.size()));
     if (is_new) {
         ContextNode& node = m_nodes.emplace_back();
         node.id = id;
         node.parent = parent;
+        node.is_task_root = is_task_root;
         m_nodes[parent].children.push_back(it->second);
     }
     return it->second;
@@ -318,6 +207,8 @@ void StackModel::push(Thread& thread, FrameId id)
     frame.id = id;
     frame.begin = thread.m_last_ts;
     frame.node = thread.child_node(parent, id);
+    if (!thread.m_steps.empty())
+        join_task(thread, frame);
     thread.m_frames.push_back(frame);
     ++thread.m_active[id];
 }
@@ -334,7 +225,7 @@ void StackModel::close_line(Frame& frame, Timestamp ts)
     frame.line = 0;
 }
 
-void StackModel::pop(Thread& thread, Timestamp ts)
+void StackModel::pop(Thread& thread, Timestamp ts, bool may_suspend)
 {
     Frame& frame = thread.m_frames.back();
     const bool overlaps = frame.begin <= m_end && ts >= m_begin;
@@ -349,23 +240,43 @@ void StackModel::pop(Thread& thread, Timestamp ts)
     if (overlaps) {
         const Timestamp self = std::max<Timestamp>(0, total - frame.child_ns);
         ContextNode& node = thread.m_nodes[frame.node];
-        ++node.calls;
         node.total_ns += total;
         node.self_ns += self;
         FunctionStats& stats = m_functions[frame.id];
-        ++stats.calls;
         stats.self_ns += self;
         if (is_outermost)
             stats.total_ns += total;
+        if (frame.task != no_task) {
+            ContextNode& task_node = m_task_nodes[frame.task_node];
+            task_node.total_ns += total;
+            task_node.self_ns += self;
+        }
+        frame.is_overlapping = true;
     }
+    if (may_suspend && frame.task != no_task && !frame.id.is_c)
+        thread.m_returned.push_back(frame); // suspended, or returned: the task's next step says
+    else
+        end_call(thread, frame);
     thread.m_frames.pop_back();
     if (!thread.m_frames.empty())
         thread.m_frames.back().child_ns += total;
 }
 
+void StackModel::end_call(Thread& thread, const Frame& frame)
+{
+    if (!frame.is_overlapping)
+        return;
+    ++thread.m_nodes[frame.node].calls;
+    ++m_functions[frame.id].calls;
+    if (frame.task != no_task)
+        ++m_task_nodes[frame.task_node].calls;
+}
+
 void StackModel::on_call(Thread& thread, std::uint64_t code_id)
 {
-    push(thread, FrameId{current_id(code_id), false});
+    const FrameId id{current_id(code_id), false};
+    if (thread.m_steps.empty() || !resume_call(thread, id))
+        push(thread, id);
 }
 
 void StackModel::on_return(Thread& thread, std::uint64_t code_id)
@@ -380,10 +291,10 @@ void StackModel::on_return(Thread& thread, std::uint64_t code_id)
         note(thread, GapKind::unmatched_return, thread.m_first_ts, ts, 1);
         return;
     }
-    pop_to(thread, index, ts);
+    pop_to(thread, index, ts, true);
 }
 
-void StackModel::pop_to(Thread& thread, std::size_t depth, Timestamp ts)
+void StackModel::pop_to(Thread& thread, std::size_t depth, Timestamp ts, bool may_suspend)
 {
     auto& frames = thread.m_frames;
     const std::size_t above = frames.size() - depth;
@@ -392,7 +303,9 @@ void StackModel::pop_to(Thread& thread, std::size_t depth, Timestamp ts)
         for (std::size_t i = 0; i < above; ++i)
             pop(thread, ts);
     }
-    pop(thread, ts);
+    pop(thread, ts, may_suspend);
+    if (!thread.m_steps.empty())
+        end_steps(thread, ts);
 }
 
 FrameId StackModel::native_id(std::int64_t pid, std::uint64_t address, std::string_view func,
@@ -620,7 +533,9 @@ void StackModel::finish()
                 pop(*thread, ts);
         }
         close_line(thread->m_orphan, ts);
+        end_steps(*thread, ts, true);
     }
+    finish_tasks();
 }
 
 std::string StackModel::label(FrameId id) const

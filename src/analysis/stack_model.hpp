@@ -9,6 +9,7 @@
 // starts mid-call, frames still open at the end, lost events), with the times.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -108,6 +109,9 @@ struct CodeNames {
 // Throws std::bad_alloc.
 std::string code_label(const CodeNames& info);
 
+// No task: Frame::task of a frame that runs for none, Task::creator of a task created outside any.
+inline constexpr std::uint32_t no_task = UINT32_MAX;
+
 // One open frame of a thread's stack.
 struct Frame {
     FrameId id;
@@ -122,6 +126,13 @@ struct Frame {
     std::uint64_t native_address = 0;
     std::uint64_t merged_address = 0;
     std::uint32_t merged = 0;
+    // asyncio: the task it runs for (its index in StackModel::tasks(), or no_task) and its node
+    // in the tasks' tree (StackModel::task_nodes()). A coroutine's frame runs in segments, one
+    // per step of its task; is_overlapping says whether one overlapped the window (its call
+    // counts once, when it returns for good).
+    std::uint32_t task = no_task;
+    std::uint32_t task_node = 0;
+    bool is_overlapping = false;
 };
 
 // A node of a thread's calling context tree: one call path, aggregated over every call.
@@ -132,6 +143,60 @@ struct ContextNode {
     Timestamp total_ns = 0; // inclusive time
     Timestamp self_ns = 0;  // inclusive time minus the children's
     std::vector<std::uint32_t> children;
+    // A thread's node where an asyncio task's steps start (Handle._run -> worker): what it
+    // and its children run is the task's (StackModel::task_nodes() has it under the task).
+    bool is_task_root = false;
+};
+
+// What an asyncio task awaited between two steps: python:task_step's `awaited` (a bare yield,
+// a future, a task, gather's future), a future told apart as asyncio.sleep() when the task's
+// innermost suspended frame is asyncio.tasks:sleep; unknown for a task still suspended when
+// the trace ends.
+enum class AwaitKind : std::uint8_t { yield, sleep, future, task, gather, unknown };
+inline constexpr std::size_t await_kinds = 6;
+
+// "yield", "sleep", "future", "task", "gather", "unknown". noexcept.
+const char* await_kind_name(AwaitKind kind) noexcept;
+
+// How a task's coroutine ended (python:task_end's state), or open: no end in the trace.
+enum class TaskEnd : std::uint8_t { returned, raised, cancelled, open };
+
+// "returned", "raised", "cancelled", "not ended". noexcept.
+const char* task_end_name(TaskEnd end) noexcept;
+
+// An asyncio task, from python:task, python:task_step and python:task_end. Its frames are in
+// the tasks' tree (StackModel::task_nodes()) under its node `root`: what it called, nested as
+// its coroutines await each other, each resumption of a coroutine part of the same call.
+// Times are clipped to the window; wall = scheduled + running + awaiting (the sum of awaits).
+struct Task {
+    std::uint64_t key = 0; // python:task's key (its coroutine's address, reused once it ended)
+    std::string name;      // printable; empty when no python:task named it (a bare coroutine)
+    ThreadKey thread;      // the thread of its first event (its event loop's: it runs there)
+    std::uint32_t creator = no_task;
+    // Where it was created: a node of task_nodes() (its creator's frames, or the creator's root
+    // node), or, created outside any task, a node of its thread's nodes() (0: at the top of
+    // its stack).
+    bool is_created_in_task = false;
+    std::uint32_t created_at = 0;
+    std::uint32_t root = 0; // its node in task_nodes()
+    Timestamp created = 0;  // its first event
+    Timestamp end = 0;      // its python:task_end, or the last event of its thread
+    Timestamp wall_ns = 0;  // from created to end
+    TaskEnd ended = TaskEnd::open;
+    Timestamp scheduled_ns = 0; // from its creation to its first step
+    Timestamp running_ns = 0;   // its steps, less the steps of other tasks run inside them
+    std::uint64_t steps = 0;
+    Timestamp await_ns[await_kinds] = {}; // per AwaitKind
+    std::uint64_t awaits[await_kinds] = {};
+    std::vector<std::uint32_t> awaited_tasks; // the tasks it awaited (AwaitKind::task), once each
+
+    Timestamp awaiting_ns() const noexcept
+    {
+        Timestamp sum = 0;
+        for (const Timestamp ns : await_ns)
+            sum += ns;
+        return sum;
+    }
 };
 
 // Why a part of a thread's history is not exact.
@@ -216,19 +281,32 @@ private:
     struct ChildKey {
         std::uint32_t parent;
         FrameId id;
+        bool is_task_root;
         bool operator==(const ChildKey& other) const noexcept
         {
-            return parent == other.parent && id == other.id;
+            return parent == other.parent && id == other.id && is_task_root == other.is_task_root;
         }
     };
     struct ChildKeyHash {
         std::size_t operator()(const ChildKey& key) const noexcept
         {
-            return FrameIdHash()(key.id) * 31 + key.parent;
+            return FrameIdHash()(key.id) * 31 + key.parent * 2 + key.is_task_root;
         }
     };
 
-    std::uint32_t child_node(std::uint32_t parent, FrameId id);
+    // A step of an asyncio task running on the thread (an eager task's first step runs inside
+    // its creator's).
+    struct Step {
+        std::uint32_t task = 0;
+        std::size_t base = 0;        // the frames below its root frame
+        bool is_root_pending = true; // the next call is its root's
+        std::uint32_t to_resume = 0; // of the next calls, those that resume suspended frames
+        std::uint32_t hidden_root_calls = 0; // calls of its root's code the report hides
+        Timestamp begin = 0;
+        Timestamp nested_ns = 0; // the steps of other tasks inside it
+    };
+
+    std::uint32_t child_node(std::uint32_t parent, FrameId id, bool is_task_root = false);
 
     ThreadKey m_key;
     std::string m_name;
@@ -242,6 +320,11 @@ private:
     Timestamp m_last_ts = 0;
     std::uint64_t m_event_count = 0;
     std::uint64_t m_last_stream = UINT64_MAX;
+    // The steps running now, innermost last, and the frames of the innermost one's task that
+    // returned since its last call: a step ends with a cascade of returns, from the frame that
+    // yielded to the root, and only the task's next step says which of them were suspended.
+    std::vector<Step> m_steps;
+    std::vector<Frame> m_returned;
 };
 
 // Receives every frame the model closes, for outputs that stream (Chrome trace events).
@@ -253,6 +336,14 @@ public:
     // begin clipped. May throw; the exception leaves the model's call.
     virtual void on_frame_closed(const Thread& thread, const Frame& frame, Timestamp begin,
                                  Timestamp end) = 0;
+    // Called once per await of an asyncio task (its index in StackModel::tasks()) that overlaps
+    // the window, when it ends (at the task's next step, on thread, or at the end of the trace),
+    // clipped to the window. Does nothing unless overridden. May throw, like on_frame_closed.
+    virtual void on_await(const Thread& thread, std::uint32_t task, AwaitKind kind, Timestamp begin,
+                          Timestamp end)
+    {
+        (void)thread, (void)task, (void)kind, (void)begin, (void)end;
+    }
 };
 
 // Rebuilds stacks from python:* events. Events of one thread must come in time order; threads
@@ -361,6 +452,65 @@ public:
     // thread's next event ends the frame.)
     void on_switch_in(std::int64_t tid, Timestamp ts);
 
+    // asyncio (python:task, python:task_step, python:task_end: tracepoints/python_tp.h). A task
+    // is known by its key within its process; a key stands for a new task once its task ended.
+    // Its frames are the thread's frames from its step's root up (the steps of other tasks run
+    // inside excepted); each also has a node in task_nodes(), under the task's root node, where
+    // a coroutine's resumptions continue its call: a frame that suspends is not closed (no call
+    // counted, its time so far counted) until the task's next step resumes it or not.
+
+    // python:task: names the task of key, or creates it when the key names none (or a task that
+    // ended and had a name): created now, by the task whose step runs on the thread (else by
+    // the task of parent_key, 0 for none), where that step's innermost frame is. Throws
+    // std::bad_alloc.
+    void on_task(Thread& thread, std::uint64_t key, std::uint64_t parent_key,
+                 std::string_view name);
+
+    // python:task_step: a step of the task of key starts (a key without a task gets an unnamed
+    // one): the thread's next call is the task's root frame, and of the calls from it on, the
+    // first `resumed` resume, outermost first, the frames of the task that its previous step
+    // suspended; the frames that returned then and are not resumed now had returned for good.
+    // The time since that step is an await of `awaited` (1 bare yield, 2 future, 3 the task of
+    // key awaited_id, 4 gather's future; 0 for a first step). Throws std::bad_alloc, or what
+    // the listener throws.
+    void on_task_step(Thread& thread, std::uint64_t key, std::uint32_t resumed,
+                      std::uint8_t awaited, std::uint64_t awaited_id);
+
+    // python:task_end: the task of key ended (state 0 returned, 1 raised, 2 cancelled); its
+    // suspended frames returned for good. Throws std::bad_alloc.
+    void on_task_end(Thread& thread, std::uint64_t key, std::uint8_t state);
+
+    // A python:call of code_id that the report leaves out (module filter): it may resume a
+    // suspended frame that the report does not show. Precondition: thread is the event's (from
+    // find_thread() or thread_at()). Throws std::bad_alloc.
+    void on_hidden_call(Thread& thread, std::uint64_t code_id);
+
+    // Whether the thread's next call is the root frame of a task's step: a report shows it
+    // whatever its module filter says, as the hook records it whatever --modules says. noexcept.
+    static bool is_task_root_call(const Thread& thread) noexcept
+    {
+        return !thread.m_steps.empty() && thread.m_steps.back().is_root_pending;
+    }
+
+    // Whether a python:return of code_id that the report's module filter leaves out is the
+    // return of a running step's root frame, to be shown all the same (false for the return of
+    // a hidden call of the same code inside the step, which it accounts for). noexcept.
+    bool is_task_root_return(Thread& thread, std::uint64_t code_id) const noexcept;
+
+    // The tasks, in the order they were created. noexcept.
+    const std::vector<Task>& tasks() const noexcept { return m_tasks; }
+
+    // The tasks' calling context trees, one under each task's root node (node 0 is unused).
+    // noexcept.
+    const std::vector<ContextNode>& task_nodes() const noexcept { return m_task_nodes; }
+
+    // The thread of key when an event of it came (thread_at), else nullptr. noexcept.
+    Thread* find_thread(const ThreadKey& key) noexcept
+    {
+        const auto it = m_threads.find(key);
+        return it == m_threads.end() ? nullptr : it->second.get();
+    }
+
     // python:line: code_id's frame now runs line.
     void on_line(Thread& thread, std::uint64_t code_id, std::uint32_t line);
 
@@ -439,13 +589,62 @@ private:
     // The native function at address in pid (created on first sight). Throws std::bad_alloc.
     FrameId native_id(std::int64_t pid, std::uint64_t address, std::string_view func,
                       std::string_view bin);
-    void pop_to(Thread& thread, std::size_t depth, Timestamp ts);
+    void pop_to(Thread& thread, std::size_t depth, Timestamp ts, bool may_suspend = false);
     static bool is_off_cpu(const Thread& thread) noexcept
     {
         return !thread.m_frames.empty() && thread.m_frames.back().id == off_cpu_frame;
     }
     void push(Thread& thread, FrameId id);
-    void pop(Thread& thread, Timestamp ts);
+    // Closes the innermost frame at ts. A Python frame of a task with may_suspend (the frame
+    // that a return names) may only suspend: its time counts, its call not yet (m_returned).
+    void pop(Thread& thread, Timestamp ts, bool may_suspend = false);
+    // Counts the call of a frame of thread that returned for good.
+    void end_call(Thread& thread, const Frame& frame);
+
+    // The tasks' side (task_model.cpp).
+    struct TaskKey {
+        std::int64_t pid;
+        std::uint64_t key;
+        bool operator==(const TaskKey& other) const noexcept
+        {
+            return pid == other.pid && key == other.key;
+        }
+    };
+    struct TaskKeyHash {
+        std::size_t operator()(const TaskKey& key) const noexcept
+        {
+            return std::hash<std::uint64_t>()(key.key) ^ std::hash<std::int64_t>()(key.pid);
+        }
+    };
+    // What the model keeps of a task between its steps.
+    struct TaskState {
+        std::vector<Frame> suspended; // outermost first, from `next` on
+        std::size_t next = 0;
+        Thread* thread = nullptr; // where they returned
+        Timestamp suspended_at = 0;
+        bool is_suspended = false;
+    };
+    std::uint32_t task_of(std::int64_t pid, std::uint64_t key) const noexcept;
+    std::uint32_t new_task(Thread& thread, std::uint64_t key, std::uint64_t parent_key);
+    std::uint32_t task_child(std::uint32_t parent, FrameId id);
+    // A frame pushed during a step joins its task (not the root: resume_call).
+    void join_task(Thread& thread, Frame& frame);
+    // The call of the root of a step, or of a frame it resumes: pushed, true; else false.
+    bool resume_call(Thread& thread, FrameId id);
+    void end_returned(Thread& thread);
+    void end_suspended(std::uint32_t task);
+    // Ends the steps whose root returned (at the end of the trace: every step, none suspends).
+    void end_steps(Thread& thread, Timestamp ts, bool is_trace_end = false);
+    void end_step(Thread& thread, Timestamp ts, bool suspends);
+    void add_await(const Thread& thread, std::uint32_t task, AwaitKind kind, Timestamp begin,
+                   Timestamp end);
+    void finish_tasks();
+    Timestamp clipped(Timestamp begin, Timestamp end) const noexcept
+    {
+        return begin <= m_end && end >= m_begin
+                   ? std::max<Timestamp>(0, clip_end(end) - clip_begin(begin))
+                   : 0;
+    }
     void close_line(Frame& frame, Timestamp ts);
     void note(Thread& thread, GapKind kind, Timestamp begin, Timestamp end, std::uint64_t count);
     Timestamp clip_begin(Timestamp ts) const noexcept { return ts < m_begin ? m_begin : ts; }
@@ -482,6 +681,11 @@ private:
     std::vector<std::pair<std::int64_t, Gap>> m_lost_starts;
     std::unordered_map<FrameId, FunctionStats, FrameIdHash> m_functions;
     std::unordered_map<LineKey, LineStats, LineKeyHash> m_lines;
+    std::vector<Task> m_tasks;
+    std::vector<TaskState> m_task_states;
+    std::unordered_map<TaskKey, std::uint32_t, TaskKeyHash> m_task_index; // the latest of a key
+    std::vector<ContextNode> m_task_nodes{1};
+    std::unordered_map<Thread::ChildKey, std::uint32_t, Thread::ChildKeyHash> m_task_children;
     FrameListener* m_listener = nullptr;
     Thread* m_last_thread = nullptr;
     Timestamp m_begin = INT64_MIN;

@@ -63,6 +63,8 @@ PythonKind kind_of(const char* name) noexcept
         {"python:c_return", PythonKind::c_return}, {"python:code", PythonKind::code},
         {"python:thread", PythonKind::thread},     {"python:process", PythonKind::process},
         {"python:batch", PythonKind::batch},       {"python:lost_start", PythonKind::lost_start},
+        {"python:task", PythonKind::task},         {"python:task_step", PythonKind::task_step},
+        {"python:task_end", PythonKind::task_end},
     };
     static constexpr struct {
         const char* name;
@@ -188,11 +190,27 @@ void EventReader::read_class_info(const bt_event_class* event_class, ClassInfo& 
         case PythonKind::native_exit:
             info.addr = find_member(payload, "addr");
             break;
+        case PythonKind::task:
+            info.id = find_member(payload, "task");
+            info.number = find_member(payload, "parent");
+            break;
+        case PythonKind::task_step:
+            info.id = find_member(payload, "task");
+            info.number = find_member(payload, "resumed");
+            info.awaited = find_member(payload, "awaited");
+            info.awaited_id = find_member(payload, "awaited_id");
+            break;
+        case PythonKind::task_end:
+            info.id = find_member(payload, "task");
+            info.number = find_member(payload, "state");
+            break;
         default:
             break;
         }
         const bool needs_id = info.kind == PythonKind::code || info.kind == PythonKind::call ||
-                              info.kind == PythonKind::ret || info.kind == PythonKind::line;
+                              info.kind == PythonKind::ret || info.kind == PythonKind::line ||
+                              info.kind == PythonKind::task || info.kind == PythonKind::task_step ||
+                              info.kind == PythonKind::task_end;
         const bool needs_number = info.kind == PythonKind::line || info.kind == PythonKind::code ||
                                   info.kind == PythonKind::thread ||
                                   info.kind == PythonKind::lost_start;
@@ -294,8 +312,16 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
     const bt_field* payload = bt_event_borrow_payload_field_const(event);
     if (info.id.index >= 0)
         out.id = static_cast<std::uint64_t>(read_int(payload, info.id));
-    if (info.number.index >= 0)
-        out.number = static_cast<std::uint64_t>(read_int(payload, info.number));
+    out.number =
+        info.number.index >= 0 ? static_cast<std::uint64_t>(read_int(payload, info.number)) : 0;
+    if (info.kind == PythonKind::task_step) {
+        out.awaited = info.awaited.index >= 0
+                          ? static_cast<std::uint8_t>(read_int(payload, info.awaited))
+                          : 0;
+        out.awaited_id = info.awaited_id.index >= 0
+                             ? static_cast<std::uint64_t>(read_int(payload, info.awaited_id))
+                             : 0;
+    }
     out.name = read_string(payload, info.name);
     out.owner = read_string(payload, info.owner);
     out.file = read_string(payload, info.file);
@@ -398,6 +424,16 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
         break;
     case PythonKind::lost_start:
         model.on_lost_start(event.key.pid, event.ts, event.number);
+        break;
+    case PythonKind::task:
+        model.on_task(thread, event.id, event.number, event.name);
+        break;
+    case PythonKind::task_step:
+        model.on_task_step(thread, event.id, static_cast<std::uint32_t>(event.number),
+                           event.awaited, event.awaited_id);
+        break;
+    case PythonKind::task_end:
+        model.on_task_end(thread, event.id, static_cast<std::uint8_t>(event.number));
         break;
     case PythonKind::code: // apply_names() took its names
     case PythonKind::process:

@@ -42,25 +42,32 @@ enum class PythonKind : std::uint8_t {
     sched_switch,
     batch, // python:batch (fast mode): decode() refuses it, filter.pyust.expand must come first
     lost_start,
+    task,      // asyncio
+    task_step, // (filter.pyust.expand makes them of a fast trace's records)
+    task_end,
 };
 
 // One decoded python:* event. The string views point into the message's fields: they live as
 // long as the message.
 struct PythonEvent {
     PythonKind kind = PythonKind::other;
-    analysis::ThreadKey key;    // vpid and vtid of the emitting thread
-    analysis::Timestamp ts = 0; // ns from origin (0 when the stream has no clock)
-    std::uint64_t stream = 0;   // the reader's index of the event's stream
-    std::uint64_t id = 0;       // code id (code, call, return, line)
-    std::uint64_t number = 0;   // line (line), first_line (code), tid (thread), lost_ns
-                                // (lost_start)
-    std::string_view name;      // call, c_call: name; code: qualname; thread: name; process: the
-                                // command line (empty in older traces); syscall_entry: the
-                                // system call's name ("syscall_N" for an unknown number)
-    std::int64_t next_tid = -1; // sched_switch: the thread switched to (-1: unknown)
-    std::string_view owner;     // c_call: owner; code: module
-    std::string_view file;      // code: file
-    std::string_view code_name; // code: name (co_name; empty in traces without that field)
+    analysis::ThreadKey key;      // vpid and vtid of the emitting thread
+    analysis::Timestamp ts = 0;   // ns from origin (0 when the stream has no clock)
+    std::uint64_t stream = 0;     // the reader's index of the event's stream
+    std::uint64_t id = 0;         // code id (code, call, return, line), key (task, task_step,
+                                  // task_end)
+    std::uint64_t number = 0;     // line (line), first_line (code), tid (thread), lost_ns
+                                  // (lost_start), parent (task), resumed (task_step), state
+                                  // (task_end)
+    std::uint64_t awaited_id = 0; // task_step
+    std::uint8_t awaited = 0;     // task_step
+    std::string_view name;        // call, c_call: name; code: qualname; thread: name; process: the
+                                  // command line (empty in older traces); syscall_entry: the
+                                  // system call's name ("syscall_N" for an unknown number)
+    std::int64_t next_tid = -1;   // sched_switch: the thread switched to (-1: unknown)
+    std::string_view owner;       // c_call: owner; code: module
+    std::string_view file;        // code: file
+    std::string_view code_name;   // code: name (co_name; empty in traces without that field)
     // native_entry/exit: the function's address (payload `addr`, else the `ip` context, which
     // lttng-ust sets to the function's address for these events); has_address is false when
     // the event has neither (func_exit of the fast variant without the ip context).
@@ -135,7 +142,7 @@ private:
             payload
         } key_scope = KeyScope::common;
         Member vpid, vtid;
-        Member id, number, name, owner, file, code_name;
+        Member id, number, name, owner, file, code_name, awaited, awaited_id;
         // Native frames: payload addr, context ip, and the debug_info structure of the
         // context with its bin and func members (-1: absent).
         Member addr, ip, debug_info;

@@ -116,6 +116,10 @@ public:
 private:
     void process(const bt_message* message);
     bool is_hidden(const PythonEvent& event);
+    // Whether a call or return that the module filter hides is a task's root frame, shown all
+    // the same (the model needs a step's bounds); tells the model of the other hidden calls,
+    // which may resume a task's frames. Throws std::bad_alloc.
+    bool is_task_root(const PythonEvent& event);
     void write_report();
     // salvage: takes the current thread's error (upstream could not read on) and keeps its
     // innermost cause for the report. noexcept apart from std::bad_alloc.
@@ -427,7 +431,7 @@ void ReportSink::process(const bt_message* message)
             return;
         }
         m_has_selected = true;
-        if (m_modules && is_hidden(m_event))
+        if (m_modules && is_hidden(m_event) && !is_task_root(m_event))
             return;
         if (!m_has_origin && m_chrome) {
             m_chrome->set_origin(m_event.ts);
@@ -474,6 +478,21 @@ bool ReportSink::is_hidden(const PythonEvent& event)
     default:
         return false;
     }
+}
+
+bool ReportSink::is_task_root(const PythonEvent& event)
+{
+    if (event.kind != PythonKind::call && event.kind != PythonKind::ret)
+        return false;
+    analysis::Thread* thread = m_model.find_thread(event.key);
+    if (!thread)
+        return false;
+    if (event.kind == PythonKind::ret)
+        return m_model.is_task_root_return(*thread, event.id);
+    if (analysis::StackModel::is_task_root_call(*thread))
+        return true;
+    m_model.on_hidden_call(*thread, event.id);
+    return false;
 }
 
 void ReportSink::note_thread(const bt_message* message, const PythonEvent& event)
