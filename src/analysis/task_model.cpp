@@ -132,9 +132,11 @@ void StackModel::on_task_step(Thread& thread, std::uint64_t key, std::uint32_t r
                          : awaited == 3 ? AwaitKind::task
                          : awaited == 4 ? AwaitKind::gather
                                         : AwaitKind::future;
-        // asyncio.sleep(delay) awaits a future of its own: its frame, innermost, tells it.
-        if (kind == AwaitKind::future && state.next < state.suspended.size()) {
-            const Frame& innermost = state.suspended.back();
+        // asyncio.sleep(delay) awaits a future of its own: its frame, the innermost of those
+        // the step resumes, tells it.
+        const std::size_t chain = std::min<std::size_t>(resumed, state.suspended.size());
+        if (kind == AwaitKind::future && chain > 0) {
+            const Frame& innermost = state.suspended[chain - 1];
             const CodeNames* names = innermost.id.is_c ? nullptr : code(innermost.id.value);
             if (names && names->module == "asyncio.tasks" && names->qualname == "sleep")
                 kind = AwaitKind::sleep;
