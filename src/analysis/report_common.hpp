@@ -99,6 +99,51 @@ std::uint64_t paths_below(const std::vector<ContextNode>& nodes, std::uint32_t i
 // The label of what a depth limit cut: "[... 19,000 frames cut]". Throws std::bad_alloc.
 std::string cut_label(std::uint64_t frames);
 
+// What a call tree leaves out: nodes shorter than min_duration or than share_limit (ns), and
+// call paths deeper than max_depth frames (0: none).
+struct TreeLimits {
+    Timestamp min_duration = 0;
+    Timestamp share_limit = 0;
+    std::size_t max_depth = 0;
+};
+
+// What write_tree_nodes() left out, for write_tree_notes().
+struct TreeCounts {
+    std::uint64_t hidden = 0;          // shorter than min_duration
+    std::uint64_t hidden_by_share = 0; // under share_limit
+    std::uint64_t deep = 0;            // call paths cut by max_depth
+};
+
+// Writes, as the tree format does, the call tree below node top of nodes (top itself not
+// written), each node's line indented by two spaces per level from first_level on, within
+// limits (levels counted from first_level); adds what it left out to counts. Throws what out
+// throws, std::bad_alloc.
+void write_tree_nodes(const StackModel& model, const std::vector<ContextNode>& nodes,
+                      std::uint32_t top, std::size_t first_level, const TreeLimits& limits,
+                      Budget& out, TreeCounts& counts);
+
+// The lines that say what write_tree_nodes() left out, written whatever the budget. Throws
+// like write_tree_nodes.
+void write_tree_notes(Budget& out, const TreeCounts& counts, Timestamp min_duration,
+                      const ReportOptions& options);
+
+// The inclusive time of the children of node top. noexcept.
+Timestamp tree_total(const std::vector<ContextNode>& nodes, std::uint32_t top);
+
+// A thread's tree for the async-aware reports (task_tree.cpp): its nodes without the frames
+// of asyncio tasks (the subtrees of its is_task_root nodes), and, with_tasks, each task's
+// frames (StackModel::task_nodes()) under the node where it was created, merged by frame:
+// a task created in a step of another task under that task's frames, one created outside any
+// under the thread's. Node 0 is the root; each node's total is its self time plus its
+// children's totals. Precondition: model.finish() was called. Throws std::bad_alloc.
+std::vector<ContextNode> task_tree(const StackModel& model, const Thread& thread, bool with_tasks);
+
+// The nodes the tree, folded and svg formats show of a thread: thread.nodes(), or with
+// options.tasks its task_tree(), built into owned. Throws std::bad_alloc.
+const std::vector<ContextNode>& shown_nodes(const StackModel& model, const Thread& thread,
+                                            const ReportOptions& options,
+                                            std::vector<ContextNode>& owned);
+
 // The pids of the threads that had events, in the order of the processes' first events: a
 // parent before the children it forked, even where the children's pids wrapped around at the
 // kernel's pid_max and are the smaller. Throws std::bad_alloc.

@@ -38,8 +38,9 @@ Cuts write_folded(const StackModel& model, std::ostream& stream, Timestamp min_d
     std::uint64_t deep = 0; // call paths cut by options.max_depth
     // Several processes: each one's stacks start with its title (a frame of no time).
     const bool is_per_process = !options.merge_processes && traced_pids(model).size() > 1;
+    std::vector<ContextNode> owned;
     for (const Thread* thread : model.threads()) {
-        const auto& nodes = thread->nodes();
+        const auto& nodes = shown_nodes(model, *thread, options, owned);
         std::uint32_t top = 0;
         if (is_per_process)
             top = child_of(0, printable(process_title(options, thread->key().pid)));

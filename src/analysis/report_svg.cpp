@@ -124,8 +124,9 @@ Cuts write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
     std::uint64_t deep = 0; // call paths cut by options.max_depth
     // Frames start at depth 2, above "all" and the thread.
     const auto deepest = static_cast<std::size_t>(options.max_depth + 1);
+    std::vector<ContextNode> owned;
     for (const Thread* thread : threads) {
-        const auto& nodes = thread->nodes();
+        const auto& nodes = shown_nodes(model, *thread, options, owned);
         Timestamp thread_total = 0;
         for (const std::uint32_t child : nodes[0].children)
             thread_total += nodes[child].total_ns;

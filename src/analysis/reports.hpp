@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "analysis/stack_model.hpp"
 
@@ -44,6 +45,9 @@ struct ReportOptions {
     // bytes, the lines (rows, stacks, boxes) left are left out and counted (0: no limit); the
     // text formats say so in a last line, an SVG is closed all the same.
     std::uint64_t max_bytes = 0;
+    // tree, folded, svg: asyncio tasks' frames under the task that created them, where it did
+    // (its await chain), instead of under the event loop's Handle._run.
+    bool tasks = false;
     ProcessNames processes;
 };
 
@@ -96,6 +100,17 @@ Cuts write_tree(const StackModel& model, std::ostream& out, Timestamp min_durati
 Cuts write_folded(const StackModel& model, std::ostream& out, Timestamp min_duration,
                   const ReportOptions& options = {});
 
+// The tasks format: per thread, its asyncio tasks in a table (wall time from creation to end,
+// time before the first step, running and awaiting time, steps, how each ended; nested under
+// their creators), then each task's figures (where it was created, what it awaited, by kind)
+// and call tree (StackModel::task_nodes(): its coroutines nested as they await each other,
+// their resumptions part of the same call), then the thread's frames outside tasks. At most
+// options.limit tasks per thread (0: all), those that ran longest, in the order they were
+// created. The trees leave out what write_tree does (options.min_share of the task's or the
+// outside frames' time). Throws like write_profile.
+Cuts write_tasks(const StackModel& model, std::ostream& out, Timestamp min_duration,
+                 const ReportOptions& options = {});
+
 // Per file:line: hits, time until the frame's next line (or its end), mean; sorted by
 // options.sort (time by default), at most options.limit rows. Throws like write_profile.
 Cuts write_lines(const StackModel& model, std::ostream& out, const ReportOptions& options = {});
@@ -126,9 +141,18 @@ public:
     // Sets time zero (the first event's time). noexcept.
     void set_origin(Timestamp origin) noexcept { m_origin = origin; }
 
-    // Writes one X event. Throws what out throws, std::bad_alloc.
+    // Writes one X event, on its thread's lane, or its task's. Throws what out throws,
+    // std::bad_alloc.
     void on_frame_closed(const Thread& thread, const Frame& frame, Timestamp begin,
                          Timestamp end) override;
+
+    // Writes one X event "await <kind>" on the task's lane. Throws like on_frame_closed.
+    void on_await(const Thread& thread, std::uint32_t task, AwaitKind kind, Timestamp begin,
+                  Timestamp end) override;
+
+    // The "tid" of an asyncio task's lane: this plus the task's index (no thread id reaches it:
+    // Linux's pid_max is at most 2^22).
+    static constexpr std::int64_t task_lane_base = 1 << 30;
 
     // Writes process and thread names and gaps and closes the document. Precondition:
     // model.finish() was called. Throws like on_frame_closed.
@@ -146,6 +170,14 @@ public:
 
 private:
     void separate();
+    // The lane ("tid") of a frame of thread running for task (no_task: the thread's).
+    std::int64_t lane(const Thread& thread, std::uint32_t task);
+    // Whether a slice [begin, end] is written: not shorter than the minimum, not left out
+    // (and counted) past the size limit.
+    bool keeps(Timestamp begin, Timestamp end);
+    // Writes one X event. Precondition: keeps(begin, end).
+    void write_slice(const std::string& name, const char* category, Timestamp begin, Timestamp end,
+                     std::int64_t pid, std::int64_t tid);
 
     const StackModel& m_model;
     std::ostream& m_out;
@@ -159,6 +191,7 @@ private:
     std::string m_event; // reused buffer: one event's text
     Timestamp m_origin = 0;
     bool m_is_first = true;
+    std::vector<bool> m_lanes; // per task: whether its lane has an event
 };
 
 // Per-function statistics as if every frame still open closed at now: what `top` shows of a

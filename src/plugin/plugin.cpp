@@ -60,12 +60,13 @@ BT_PLUGIN_FILTER_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_FINALIZE_METHOD(
 BT_PLUGIN_SINK_COMPONENT_CLASS(report, pyust::plugin::report::consume);
 BT_PLUGIN_SINK_COMPONENT_CLASS_DESCRIPTION(
     report, "Rebuild Python call stacks and write a profile, call tree, per-line profile, "
-            "folded stacks, Chrome trace JSON or SVG flame graph");
+            "folded stacks, Chrome trace JSON, SVG flame graph or asyncio task view");
 BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
-    report, "Parameters: format, output, pid, tid, begin, end, min-duration, modules, sort, "
-            "limit, min-share, max-size, max-depth, merge-processes, raw-names, salvage, "
-            "period, count, rows, note-prefix. See the babeltrace2-sink.pyust.report(7) manual "
-            "page.");
+    report,
+    "Parameters: format, output, pid, tid, begin, end, min-duration, modules, sort, "
+    "limit, min-share, tasks, max-size, max-depth, merge-processes, raw-names, "
+    "salvage, period, count, rows, note-prefix. See the babeltrace2-sink.pyust.report(7) manual "
+    "page.");
 BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, pyust::plugin::report::initialize);
 #if PYUST_BT_HAS_MIP1
 BT_PLUGIN_SINK_COMPONENT_CLASS_GET_SUPPORTED_MIP_VERSIONS_METHOD(

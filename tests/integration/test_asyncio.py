@@ -7,12 +7,13 @@ what pyust's task events must agree with."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from pyusttest.environment import FAST, PYTHON, python_version
-from pyusttest.run import run_hooked, run_plain
+from pyusttest.run import run_hooked, run_plain, run_pyust
 from pyusttest.traces import read_trace
 
 REFERENCE = str(Path(__file__).with_name("asyncio_reference.py"))
@@ -272,3 +273,156 @@ def test_task_end_says_returned_raised_or_cancelled(session, make_program):
     assert main["end"] == 0
     calls = {trace.codes[e["fields"]["id"]]["qualname"] for e in trace.of("python:call")}
     assert calls >= {"main", "fails", "waits"} and "<module>" not in calls
+
+
+# ------------------------------------------------------------- reports by task
+
+_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
+_FIGURE = re.compile(r"^  (wall|to start|running|awaiting) +([\d.]+) (ns|us|ms|s)  (.*)$")
+_TREE_LINE = re.compile(r"^( +)([\d.]+) (?:ns|us|ms|s)  (\S+)  \((\d+) calls?, self ")
+
+
+def _ns(number: str, unit: str) -> int:
+    return round(float(number) * _UNITS[unit])
+
+
+def _task_view(text: str) -> dict:
+    """`pyust report --format tasks` read back: per task name, its figures in ns ("wall",
+    "to start", "running", "awaiting"), "awaits" (what it awaited, as written), "table" (its
+    row), "tree" ([depth, label, calls] in order) and "calls" (calls per label); "outside
+    tasks" holds the thread's other frames (its "tree" and "calls")."""
+    tasks: dict = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("task ") and ": " in line:
+            current = tasks.setdefault(line[5:].split(": ")[0], {"tree": [], "calls": {}})
+        elif line.startswith("outside tasks: "):
+            current = tasks.setdefault("outside tasks", {"tree": [], "calls": {}})
+        elif current is not None and (figure := _FIGURE.match(line)):
+            current[figure[1]] = _ns(figure[2], figure[3])
+            if figure[1] == "awaiting":
+                current["awaits"] = figure[4]
+        elif current is not None and (node := _TREE_LINE.match(line)):
+            depth, label, calls = len(node[1]) // 2 - 1, node[3], int(node[4])
+            current["tree"].append([depth, label, calls])
+            current["calls"][label] = current["calls"].get(label, 0) + calls
+        elif line.startswith("  ") and current is None and line.split()[-1] != "task":
+            row = line.split()
+            tasks.setdefault(row[-1], {"tree": [], "calls": {}})["table"] = row
+    return tasks
+
+
+def _traced_three_tasks(session, make_program, mode: str) -> tuple:
+    """The three-task program traced in the mode; (program, trace directory)."""
+    program = make_program(THREE_TASKS)
+    result = run_hooked([program], flags=["--fast"] if mode == "fast" else [])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == THREE_TASKS_OUTPUT
+    session.stop()
+    return program, str(session.path)
+
+
+@pytest.mark.parametrize("mode", ["standard", "fast"])
+def test_task_view_names_each_task_with_its_times_and_calls(session, make_program, mode):
+    """`pyust report --format tasks` names main's task, ctask and the gathered workers' tasks
+    (Task-N), each with its wall time from creation to end, running and awaiting time (the
+    three add up, with the time before its first step) and what it awaited: a worker its
+    sleeps, one per item, main gather's future. Each task's call tree has, per function of
+    the program, the calls the sys.setprofile reference counts for that task: a coroutine's
+    resumptions are not calls. Worker b's tree nests fetch and parse under worker. Before
+    this format, pyust report had no task view: every resumption was a call (worker 12,
+    fetch 18) under the event loop's Handle._run."""
+    program, trace = _traced_three_tasks(session, make_program, mode)
+    result = run_pyust(["report", trace, "--format", "tasks", "--modules", "__main__",
+                        "--min-share", "0"])
+    assert result.returncode == 0, result.stderr
+    view = _task_view(result.stdout)
+    truth = {t["name"] or "outside tasks": t["calls"]
+             for t in reference(program)["tasks"] if t["calls"]}
+    shown = {name: {label: n for label, n in task["calls"].items() if label.startswith("__main__:")}
+             for name, task in view.items()}
+    assert {name: calls for name, calls in shown.items() if calls} == truth, result.stdout
+    assert "ctask" in view and "Task-1" in view, result.stdout
+    workers = {name: task for name, task in view.items() if "__main__:worker" in task["calls"]}
+    assert len(workers) == 3
+    for name, task in view.items():
+        if name == "outside tasks":
+            continue
+        # Each figure is written to 4 significant digits or so ("25.319 ms").
+        assert task["wall"] == pytest.approx(task["to start"] + task["running"] +
+                                             task["awaiting"], rel=1e-3, abs=2_000), name
+        assert task["table"][-2] == "returned", result.stdout
+    b = next(task for task in workers.values() if task["calls"]["__main__:fetch"] == 4)
+    assert b["tree"] == [[1, "__main__:worker", 1], [2, "__main__:fetch", 4],
+                         [3, "__main__:parse", 4]]
+    # Its sleeps (1, 2, 1, 2 ms) are awaits of futures: asyncio's sleep is hidden here.
+    assert b["awaiting"] >= 5_900_000 and b["awaits"].startswith("future ")
+    assert b["awaits"].endswith(" (4)")
+    assert view["Task-1"]["awaits"].startswith("gather ") and view["Task-1"]["calls"] == {
+        "__main__:main": 1}
+    # With asyncio's frames shown, a sleep reads as one, and main's task created the others
+    # in gather (ctask in create_task).
+    result = run_pyust(["report", trace, "--format", "tasks"])
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^task ctask: created by Task-1 in __main__:main > asyncio.tasks:"
+                     r"create_task$", result.stdout, re.M), result.stdout
+    full = _task_view(result.stdout)
+    assert [full[name]["awaits"].split(" ")[0] for name in workers] == ["sleep"] * 3
+
+
+@pytest.mark.parametrize("mode", ["standard", "fast"])
+def test_chrome_trace_gives_each_task_a_named_lane(session, make_program, mode, tmp_path):
+    """The Chrome JSON has one lane per task (a thread of the process, named by the task),
+    holding the task's frames and, between its steps, a slice per await; the thread's own
+    lane keeps the event loop and no frame of a worker. Before, one lane held everything."""
+    _, trace = _traced_three_tasks(session, make_program, mode)
+    out = tmp_path / "t.json"
+    result = run_pyust(["report", trace, "--format", "chrome", "-o", str(out)])
+    assert result.returncode == 0, result.stderr
+    events = json.loads(out.read_text())["traceEvents"]
+    lanes = {e["tid"]: e["args"]["name"] for e in events
+             if e["name"] == "thread_name" and e["tid"] >= 2**30}
+    names = list(lanes.values())
+    assert len(names) == len(set(names)) and "ctask" in names and "Task-1" in names, lanes
+    slices: dict = {}
+    for e in events:
+        if e["ph"] == "X":
+            slices.setdefault(e["tid"], []).append(e["name"])
+    workers = [tid for tid in lanes if "__main__:worker" in slices.get(tid, [])]
+    assert sorted(slices[tid].count("await sleep") for tid in workers) == [2, 3, 4]
+    assert slices[lanes_key(lanes, "Task-1")].count("await gather") == 1
+    assert all(tid in slices for tid in lanes), "a lane without a slice"
+    (pid,) = {e["pid"] for e in events if e["ph"] == "X"}
+    thread = slices[pid]
+    assert "asyncio.events:Handle._run" in thread and "__main__:worker" not in thread
+
+
+def lanes_key(lanes: dict, name: str) -> int:
+    return next(tid for tid, lane in lanes.items() if lane == name)
+
+
+def test_tasks_option_roots_stacks_at_the_await_chain(session, make_program):
+    """--tasks: the folded stacks (and svg and tree) put each worker under main, where main
+    created it (gather's, or create_task's for ctask), not under the loop's Handle._run; the
+    time is the same, moved. Before, --tasks was refused and workers sat under Handle._run."""
+    _, trace = _traced_three_tasks(session, make_program, "standard")
+
+    def folded(*flags) -> dict:
+        result = run_pyust(["report", trace, "--format", "folded", *flags])
+        assert result.returncode == 0, result.stderr
+        return {line.rsplit(" ", 1)[0]: int(line.rsplit(" ", 1)[1])
+                for line in result.stdout.splitlines()}
+
+    plain, chains = folded(), folded("--tasks")
+    assert sum(plain.values()) == sum(chains.values())
+    workers = [stack for stack in chains if stack.endswith(";__main__:worker")]
+    assert sorted(stack.split(";__main__:main;")[1] for stack in workers) == [
+        "asyncio.tasks:create_task;__main__:worker",
+        "asyncio.tasks:gather;asyncio.tasks:_ensure_future;__main__:worker"]
+    assert all(";asyncio.events:Handle._run;__main__:worker" in stack
+               for stack in plain if stack.endswith(";__main__:worker"))
+    tree = run_pyust(["report", trace, "--format", "tree", "--tasks", "--modules", "__main__",
+                      "--min-share", "0"])
+    assert re.search(r"^    \S+ \S+  __main__:main  \(1 call, .*\n      \S+ \S+  __main__:worker"
+                     r"  \(3 calls, .*\n        \S+ \S+  __main__:fetch  \(9 calls, ",
+                     tree.stdout, re.M), tree.stdout

@@ -168,9 +168,13 @@ def test_profile_limit_says_what_it_left_out(wide):
 
 def test_bad_sort_and_limits_are_usage_errors(wide):
     assert report(wide.path, "--sort", "name").returncode == 2
-    assert "--limit is for the profile and lines" in one_error_line(
+    assert "--limit is for the profile, lines and tasks" in one_error_line(
         report(wide.path, "-f", "folded", "--limit", "3"))
     assert report(wide.path, "--limit", "-1").returncode == 2
+    assert "--tasks is for the tree, folded and svg formats" in one_error_line(
+        report(wide.path, "-f", "profile", "--tasks"))
+    assert "--sort is for the profile and lines" in one_error_line(
+        report(wide.path, "-f", "tasks", "--sort", "calls"))
 
 
 # ------------------------------------------------------- huge outputs: sympy's import

@@ -4,6 +4,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "analysis/reports.hpp"
 #include "analysis/stack_model.hpp"
@@ -228,4 +229,125 @@ TEST_CASE("max_bytes bounds every writer's output, and the text ones say so in a
     options.max_bytes = 100;
     CHECK(write_profile(model, profile, options).lines > 0);
     CHECK(profile.str().size() <= 100 + 200);
+}
+
+namespace {
+
+// An event loop's Handle._run [0, 1000] steps main's task (created at 0, outside tasks), which
+// creates a worker's task at 500; Handle._run [2000, 2100] steps the worker, which awaits a
+// sleep; Handle._run [5000, 5100] resumes both frames until they return.
+void feed_loop(StackModel& model)
+{
+    constexpr std::uint64_t run_id = 0x0000000700000011ULL, main_id = 0x0000000700000012ULL,
+                            worker_id = 0x0000000700000013ULL, sleep_id = 0x0000000700000014ULL;
+    model.on_code(run_id, "asyncio.events", "Handle._run", "events.py", 78);
+    model.on_code(main_id, "app", "main", "app.py", 1);
+    model.on_code(worker_id, "app", "worker", "app.py", 5);
+    model.on_code(sleep_id, "asyncio.tasks", "sleep", "tasks.py", 627);
+    const auto at = [&](Timestamp ts) -> Thread& { return model.thread_at(key, ts, 0); };
+    model.on_task(at(0), 0xa, 0, "Task-1");
+    model.on_call(at(0), run_id);
+    model.on_task_step(at(10), 0xa, 0, 0, 0);
+    model.on_call(at(10), main_id);
+    model.on_task(at(500), 0xb, 0xa, "worker");
+    model.on_return(at(900), main_id);
+    model.on_task_end(at(900), 0xa, 0);
+    model.on_return(at(1000), run_id);
+    for (const Timestamp begin : {2000, 5000}) {
+        model.on_call(at(begin), run_id);
+        model.on_task_step(at(begin), 0xb, begin == 2000 ? 0 : 2, begin == 2000 ? 0 : 2, 0);
+        model.on_call(at(begin + 10), worker_id);
+        model.on_call(at(begin + 20), sleep_id);
+        model.on_return(at(begin + 80), sleep_id);
+        model.on_return(at(begin + 90), worker_id);
+        if (begin == 5000)
+            model.on_task_end(at(begin + 90), 0xb, 0);
+        model.on_return(at(begin + 100), run_id);
+    }
+    model.finish();
+}
+
+} // namespace
+
+TEST_CASE("the tasks format: a table, each task's figures and tree, then the frames outside")
+{
+    StackModel model;
+    feed_loop(model);
+    std::ostringstream out;
+    write_tasks(model, out, 0);
+    CHECK(out.str() ==
+          "pid 7 tid 7: 2 asyncio tasks, running 1.070 us; 150 ns in frames outside them\n"
+          "         wall    to start     running    awaiting   steps  end        task\n"
+          "       900 ns       10 ns      890 ns        0 ns       1  returned   Task-1\n"
+          "     4.590 us    1.500 us      180 ns    2.910 us       2  returned     worker\n"
+          "\n"
+          "task Task-1: created outside tasks\n"
+          "  wall          900 ns  from its creation to its end: returned\n"
+          "  to start       10 ns  before its first step\n"
+          "  running       890 ns  in 1 step\n"
+          "  awaiting        0 ns  nothing\n"
+          "    890 ns  app:main  (1 call, self 890 ns)\n"
+          "\n"
+          "task worker: created by Task-1 in app:main\n"
+          "  wall        4.590 us  from its creation to its end: returned\n"
+          "  to start    1.500 us  before its first step\n"
+          "  running       180 ns  in 2 steps\n"
+          "  awaiting    2.910 us  sleep 2.910 us (1)\n"
+          "    160 ns  app:worker  (1 call, self 40 ns)\n"
+          "      120 ns  asyncio.tasks:sleep  (1 call, self 120 ns)\n"
+          "\n"
+          "outside tasks: 150 ns in frames\n"
+          "    150 ns  asyncio.events:Handle._run  (3 calls, self 150 ns)\n");
+}
+
+TEST_CASE("tasks: frames under the task that created them, where it did; the same total")
+{
+    StackModel model;
+    feed_loop(model);
+    std::ostringstream plain;
+    write_folded(model, plain, 0);
+    CHECK(plain.str() == "asyncio.events:Handle._run 150\n"
+                         "asyncio.events:Handle._run;app:main 890\n"
+                         "asyncio.events:Handle._run;app:worker 40\n"
+                         "asyncio.events:Handle._run;app:worker;asyncio.tasks:sleep 120\n");
+    ReportOptions options;
+    options.tasks = true;
+    std::ostringstream chains;
+    write_folded(model, chains, 0, options);
+    CHECK(chains.str() == "app:main 890\n"
+                          "app:main;app:worker 40\n"
+                          "app:main;app:worker;asyncio.tasks:sleep 120\n"
+                          "asyncio.events:Handle._run 150\n");
+}
+
+TEST_CASE("chrome: a lane per task, named by it, with its awaits between its steps")
+{
+    StackModel model;
+    std::ostringstream out;
+    ChromeWriter chrome(model, out, 0);
+    model.set_listener(&chrome);
+    feed_loop(model);
+    chrome.finish([](std::uint64_t) { return std::string("s"); });
+    const std::string json = out.str();
+    const std::string worker_lane = std::to_string(ChromeWriter::task_lane_base + 1);
+    for (const std::string& event : std::vector<std::string>{
+             "{\"name\":\"app:main\",\"cat\":\"python\",\"ph\":\"X\",\"ts\":0.010,\"dur\":0.890,"
+             "\"pid\":7,\"tid\":" +
+                 std::to_string(ChromeWriter::task_lane_base) + "}",
+             "{\"name\":\"app:worker\",\"cat\":\"python\",\"ph\":\"X\",\"ts\":5.010,\"dur\":0.080,"
+             "\"pid\":7,\"tid\":" +
+                 worker_lane + "}",
+             "{\"name\":\"await sleep\",\"cat\":\"await\",\"ph\":\"X\",\"ts\":2.090,\"dur\":2.910,"
+             "\"pid\":7,\"tid\":" +
+                 worker_lane + "}",
+             "{\"name\":\"asyncio.events:Handle._run\",\"cat\":\"python\",\"ph\":\"X\",\"ts\":2."
+             "000,"
+             "\"dur\":0.100,\"pid\":7,\"tid\":7}",
+             "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":7,\"tid\":" + worker_lane +
+                 ",\"args\":{\"name\":\"worker\"}}",
+         })
+        CHECK_MESSAGE(json.find(event) != std::string::npos, event);
+    // The thread's lane holds the loop only.
+    CHECK(json.find("\"app:worker\",\"cat\":\"python\",\"ph\":\"X\",\"ts\":2.010,\"dur\":0.080,"
+                    "\"pid\":7,\"tid\":7") == std::string::npos);
 }

@@ -1,9 +1,9 @@
 """`python -m pyust report`: profiles, call trees and flame graphs of a trace.
 
-    python -m pyust report TRACE... [--format profile|tree|lines|folded|chrome|svg] [-o FILE]
-           [--pid N] [--tid N] [--modules PREFIXES] [--min-duration D] [--from T] [--to T]
-           [--sort calls|self|total|mean] [--limit N] [--min-share P] [--max-depth N]
-           [--max-size MB] [--max-metadata MB] [--merge-processes] [--raw-names]
+    python -m pyust report TRACE... [--format profile|tree|lines|folded|chrome|svg|tasks]
+           [-o FILE] [--pid N] [--tid N] [--modules PREFIXES] [--min-duration D] [--from T]
+           [--to T] [--sort calls|self|total|mean] [--limit N] [--min-share P] [--max-depth N]
+           [--tasks] [--max-size MB] [--max-metadata MB] [--merge-processes] [--raw-names]
 
 The work is done by pyust's babeltrace2 plugin (src/plugin): this module checks the
 arguments and the traces (every `metadata` file before babeltrace2 sees it, up to a bound
@@ -36,7 +36,7 @@ from .. import args as cli_args, babeltrace, ctf, salvage
 from ..args import UsageError
 from ..babeltrace import BabeltraceError
 
-FORMATS = ("profile", "tree", "lines", "folded", "chrome", "svg")
+FORMATS = ("profile", "tree", "lines", "folded", "chrome", "svg", "tasks")
 SORT_KEYS = ("self", "total", "calls", "mean")
 DEFAULT_TIMEOUT = 60.0
 # The defaults that keep a big program's report readable (sympy's import gives 4,173
@@ -60,7 +60,9 @@ DEFAULT_MAX_DEPTH = 1000
 # event classes: 16 MB took 1.2 GB and 4 minutes, 97 MB (10^6 event classes) 3.4 GB. LTTng's
 # metadata is kilobytes for pyust's provider and a few megabytes for every kernel event.
 DEFAULT_MAX_METADATA_MB = 16
-DEPTH_FORMATS = ("tree", "folded", "svg")
+DEPTH_FORMATS = ("tree", "folded", "svg", "tasks")
+# The formats that --tasks makes async-aware (tasks always is).
+TASK_FORMATS = ("tree", "folded", "svg")
 
 _EPILOG = """\
 formats:
@@ -70,12 +72,20 @@ formats:
   folded   `frame;frame;frame self_ns` lines (flamegraph.pl, inferno, speedscope)
   chrome   Chrome Trace Event JSON (Perfetto UI, chrome://tracing, speedscope)
   svg      an interactive flame graph: click to zoom, hover, search
+  tasks    per thread, its asyncio tasks: wall, running and awaiting time, what
+           each awaited, how it ended, its call tree; then the frames outside tasks
+
+asyncio: a coroutine's resumption is never counted as a call (each format). chrome
+gives each task a lane of its own; --tasks puts a task's frames (tree, folded, svg)
+under the task that created it, where it did, instead of under the event loop.
 
 what the defaults leave out, each time with a last line saying so:
   profile, lines  the top 40 rows (--limit N; --limit 0: all), by self time (profile,
                   --sort calls|self|total|mean) or time (lines)
   tree            call paths under 0.5% of their thread's time (--min-share P; 0: all)
-  tree, folded, svg  call paths deeper than 1000 frames (--max-depth N; 0: none): what
+  tasks           the 40 tasks per thread that ran longest (--limit N; 0: all), and
+                  call paths under 0.5% of their task's time (--min-share P)
+  tree, folded, svg, tasks  call paths deeper than 1000 frames (--max-depth N; 0: none): what
                   a frame 1000 deep calls is one line, stack or box "[... N frames cut]"
                   with its time (a deep recursion's tree and folded stacks would grow
                   with the square of its depth)
@@ -132,7 +142,7 @@ def _parser() -> argparse.ArgumentParser:
         description=textwrap.fill(
             "Rebuild the Python call stacks of LTTng traces recorded with pyust and "
             "write a report: the hottest functions (default), call trees, per-line "
-            "times, folded stacks, a Chrome trace or an SVG flame graph. Runs "
+            "times, folded stacks, a Chrome trace, an SVG flame graph or asyncio's tasks. Runs "
             "babeltrace2 with pyust's plugin (sink.pyust.report).", 79),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -160,13 +170,17 @@ def _parser() -> argparse.ArgumentParser:
                              "calls or mean inclusive time per call; lines: by time "
                              "(self, total), hits (calls) or mean")
     parser.add_argument("--limit", type=cli_args.count, default=None, metavar="N",
-                        help=f"profile, lines: show the first N rows (default: "
-                             f"{DEFAULT_LIMIT}; 0: all)")
+                        help=f"profile, lines: show the first N rows; tasks: the N tasks per "
+                             f"thread that ran longest (default: {DEFAULT_LIMIT}; 0: all)")
     parser.add_argument("--min-share", type=cli_args.share, default=None, metavar="P",
-                        help=f"tree: leave out call paths under P%% of their thread's time "
-                             f"(default: {DEFAULT_MIN_SHARE:g}; 0: none)")
+                        help=f"tree, tasks: leave out call paths under P%% of their thread's "
+                             f"(tasks: task's) time (default: {DEFAULT_MIN_SHARE:g}; 0: none)")
+    parser.add_argument("--tasks", action="store_true",
+                        help="tree, folded, svg: asyncio tasks' frames under the task that "
+                             "created them, where it did (its await chain: main > gather > "
+                             "worker), instead of under the event loop's Handle._run")
     parser.add_argument("--max-depth", type=cli_args.count, default=None, metavar="N",
-                        help=f"tree, folded, svg: cut call paths deeper than N frames, what "
+                        help=f"tree, folded, svg, tasks: cut call paths deeper than N frames, what "
                              f"a frame N deep calls shown as one '[... M frames cut]' "
                              f"(default: {DEFAULT_MAX_DEPTH}; 0: no limit)")
     parser.add_argument("--max-size", type=cli_args.megabytes, default=None, metavar="MB",
@@ -214,21 +228,28 @@ def _params(args: argparse.Namespace, metadata_dirs: list, deadline: "_Deadline"
         params["modules"] = modules
     if args.min_duration:
         params["min-duration"] = args.min_duration
-    if args.format in ("profile", "lines"):
+    if args.format in ("profile", "lines", "tasks"):
+        if args.sort != "self" and args.format == "tasks":
+            raise UsageError("--sort is for the profile and lines formats")
         if args.sort != "self":
             params["sort"] = args.sort
         params["limit"] = DEFAULT_LIMIT if args.limit is None else args.limit
     elif args.limit is not None:
-        raise UsageError("--limit is for the profile and lines formats (tree: --min-share, "
-                         "chrome: --max-size)")
+        raise UsageError("--limit is for the profile, lines and tasks formats (tree: "
+                         "--min-share, chrome: --max-size)")
     elif args.sort != "self":
         raise UsageError("--sort is for the profile and lines formats")
-    if args.format == "tree":
+    if args.format in ("tree", "tasks"):
         share = DEFAULT_MIN_SHARE if args.min_share is None else args.min_share
         if share:
             params["min-share"] = f"{share:g}"
     elif args.min_share is not None:
-        raise UsageError("--min-share is for the tree format")
+        raise UsageError("--min-share is for the tree and tasks formats")
+    if args.tasks:
+        if args.format not in TASK_FORMATS:
+            raise UsageError("--tasks is for the tree, folded and svg formats (the tasks "
+                             "format always shows tasks, chrome gives each a lane)")
+        params["tasks"] = True
     if args.max_size is not None:
         size = args.max_size
     else:
@@ -240,7 +261,7 @@ def _params(args: argparse.Namespace, metadata_dirs: list, deadline: "_Deadline"
         if depth:
             params["max-depth"] = depth
     elif args.max_depth is not None:
-        raise UsageError("--max-depth is for the tree, folded and svg formats")
+        raise UsageError("--max-depth is for the tree, folded, svg and tasks formats")
     if args.merge_processes:
         params["merge-processes"] = True
     if args.raw_names:

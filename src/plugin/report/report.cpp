@@ -29,7 +29,7 @@ namespace pyust::plugin::report {
 
 namespace {
 
-enum class Format { profile, tree, folded, lines, chrome, svg, top };
+enum class Format { profile, tree, folded, lines, chrome, svg, top, tasks };
 
 // Each format by its name, the parameter's value.
 constexpr struct {
@@ -38,7 +38,7 @@ constexpr struct {
 } format_names[] = {
     {"profile", Format::profile}, {"tree", Format::tree},     {"folded", Format::folded},
     {"lines", Format::lines},     {"chrome", Format::chrome}, {"svg", Format::svg},
-    {"top", Format::top},
+    {"top", Format::top},         {"tasks", Format::tasks},
 };
 
 Format parse_format(const std::string& text)
@@ -47,7 +47,7 @@ Format parse_format(const std::string& text)
         if (text == entry.name)
             return entry.format;
     throw Error("bad parameter value: name=format, value=" + text +
-                ", expected=profile|tree|folded|lines|chrome|svg|top");
+                ", expected=profile|tree|folded|lines|chrome|svg|top|tasks");
 }
 
 const char* format_name(Format format) noexcept
@@ -167,7 +167,8 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
                                 "begin",    "end",       "min-duration", "modules",
                                 "period",   "count",     "rows",         "salvage",
                                 "sort",     "limit",     "min-share",    "merge-processes",
-                                "max-size", "max-depth", "raw-names",    "note-prefix"});
+                                "max-size", "max-depth", "raw-names",    "note-prefix",
+                                "tasks"});
     m_is_salvaging = bool_param(params, "salvage").value_or(false);
     if (const auto prefix = string_param(params, "note-prefix"))
         m_note_prefix = *prefix;
@@ -213,9 +214,13 @@ ReportSink::ReportSink(bt_self_component_sink* self, const bt_value* params) : m
     m_max_bytes = static_cast<std::uint64_t>(int_param(params, "max-size").value_or(0));
     m_options.max_bytes = m_max_bytes;
     m_options.max_depth = static_cast<std::size_t>(int_param(params, "max-depth").value_or(0));
-    if (m_options.max_depth &&
-        !(m_format == Format::tree || m_format == Format::folded || m_format == Format::svg))
-        throw Error("bad parameter: name=max-depth, reason=only with format=tree|folded|svg");
+    const bool is_tree =
+        m_format == Format::tree || m_format == Format::folded || m_format == Format::svg;
+    if (m_options.max_depth && !is_tree && m_format != Format::tasks)
+        throw Error("bad parameter: name=max-depth, reason=only with format=tree|folded|svg|tasks");
+    m_options.tasks = bool_param(params, "tasks").value_or(false);
+    if (m_options.tasks && !is_tree)
+        throw Error("bad parameter: name=tasks, reason=only with format=tree|folded|svg");
     if (const auto share = string_param(params, "min-share")) {
         char* end = nullptr;
         const double percent = std::strtod(share->c_str(), &end);
@@ -550,14 +555,17 @@ void ReportSink::write_report()
     case Format::svg:
         cuts = analysis::write_svg(m_model, out, m_min_duration, "pyust flame graph", m_options);
         break;
+    case Format::tasks:
+        cuts = analysis::write_tasks(m_model, out, m_min_duration, m_options);
+        break;
     case Format::top:
         break; // written by write_top_frame()
     }
     if (cuts.is_cut())
         std::cerr << m_note_prefix << "note: " << format_name(m_format) << ": "
                   << analysis::cut_note(cuts, m_options) << '\n';
-    const bool is_text =
-        m_format == Format::profile || m_format == Format::tree || m_format == Format::lines;
+    const bool is_text = m_format == Format::profile || m_format == Format::tree ||
+                         m_format == Format::lines || m_format == Format::tasks;
     // The incomplete parts count in a text report's size bound (what is left of it); on
     // standard error, they have one of their own.
     analysis::ReportOptions gap_options = m_options;

@@ -2,7 +2,7 @@
 // consumes and, at the end, writes one report (src/analysis/reports.hpp) to a file or stdout.
 //
 // Parameters:
-//   format        profile (default) | tree | folded | lines | chrome | svg | top
+//   format        profile (default) | tree | folded | lines | chrome | svg | top | tasks
 //   output        path of the file to write (default: standard output): a new file beside it,
 //                 renamed over it once complete; a link there is replaced, not followed
 //                 (report/output_file.hpp)
@@ -14,13 +14,17 @@
 //   modules       comma-separated module-name prefixes: show only the frames of these modules
 //                 (and C functions of these owners); see src/analysis/module_filter.hpp
 //   sort          self (default) | total | calls | mean: the order of the profile and lines rows
-//   limit         profile, lines: rows at most (per process for the profile; 0: all)
-//   min-share     tree: a percentage, as a string ("0.5"): shorter call paths are left out
+//   limit         profile, lines: rows at most (per process for the profile; 0: all); tasks:
+//                 tasks per thread, those that ran longest
+//   min-share     tree, tasks: a percentage, as a string ("0.5"): shorter call paths are left
+//                 out
+//   tasks         tree, folded, svg: yes puts asyncio tasks' frames under their creators'
 //   max-size      bytes (default 0: no limit): chrome leaves out the frames that start after
 //                 the output reached it; every other format stops writing lines there and says
 //                 how many it left out (src/analysis/reports.hpp ReportOptions::max_bytes)
-//   max-depth     tree, folded, svg: call paths deeper than this many frames are cut, what a
-//                 frame at that depth calls shown as one "[... N frames cut]" (default 0: none)
+//   max-depth     tree, folded, svg, tasks: call paths deeper than this many frames are cut,
+//                 what a frame at that depth calls shown as one "[... N frames cut]" (default
+//                 0: none)
 //   merge-processes  yes: one profile for every process; folded stacks without their process
 //   raw-names     yes: native frames by their symbols, not readable names (native_names.hpp)
 //   period        top: ns of wall time between tables (default 1 s); a live source that has
