@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/task.hpp"
 #include "analysis/thread_key.hpp"
 
 namespace pyust::analysis {
@@ -40,9 +41,6 @@ std::string readable(std::string_view text);
 // text with every byte that is not part of valid UTF-8 as a \xNN escape, and nothing else
 // changed. Throws std::bad_alloc.
 std::string valid_utf8(std::string_view text);
-
-// Nanoseconds from the trace clock's origin.
-using Timestamp = std::int64_t;
 
 // What a frame runs: a Python code object (by its id), a C function called from Python (by its
 // index in the model's table of C functions), a native function of an instrumented binary
@@ -109,9 +107,6 @@ struct CodeNames {
 // Throws std::bad_alloc.
 std::string code_label(const CodeNames& info);
 
-// No task: Frame::task of a frame that runs for none, Task::creator of a task created outside any.
-inline constexpr std::uint32_t no_task = UINT32_MAX;
-
 // One open frame of a thread's stack.
 struct Frame {
     FrameId id;
@@ -146,57 +141,6 @@ struct ContextNode {
     // A thread's node where an asyncio task's steps start (Handle._run -> worker): what it
     // and its children run is the task's (StackModel::task_nodes() has it under the task).
     bool is_task_root = false;
-};
-
-// What an asyncio task awaited between two steps: python:task_step's `awaited` (a bare yield,
-// a future, a task, gather's future), a future told apart as asyncio.sleep() when the task's
-// innermost suspended frame is asyncio.tasks:sleep; unknown for a task still suspended when
-// the trace ends.
-enum class AwaitKind : std::uint8_t { yield, sleep, future, task, gather, unknown };
-inline constexpr std::size_t await_kinds = 6;
-
-// "yield", "sleep", "future", "task", "gather", "unknown". noexcept.
-const char* await_kind_name(AwaitKind kind) noexcept;
-
-// How a task's coroutine ended (python:task_end's state), or open: no end in the trace.
-enum class TaskEnd : std::uint8_t { returned, raised, cancelled, open };
-
-// "returned", "raised", "cancelled", "not ended". noexcept.
-const char* task_end_name(TaskEnd end) noexcept;
-
-// An asyncio task, from python:task, python:task_step and python:task_end. Its frames are in
-// the tasks' tree (StackModel::task_nodes()) under its node `root`: what it called, nested as
-// its coroutines await each other, each resumption of a coroutine part of the same call.
-// Times are clipped to the window; wall = scheduled + running + awaiting (the sum of awaits).
-struct Task {
-    std::uint64_t key = 0; // python:task's key (its coroutine's address, reused once it ended)
-    std::string name;      // printable; empty when no python:task named it (a bare coroutine)
-    ThreadKey thread;      // the thread of its first event (its event loop's: it runs there)
-    std::uint32_t creator = no_task;
-    // Where it was created: a node of task_nodes() (its creator's frames, or the creator's root
-    // node), or, created outside any task, a node of its thread's nodes() (0: at the top of
-    // its stack).
-    bool is_created_in_task = false;
-    std::uint32_t created_at = 0;
-    std::uint32_t root = 0; // its node in task_nodes()
-    Timestamp created = 0;  // its first event
-    Timestamp end = 0;      // its python:task_end, or the last event of its thread
-    Timestamp wall_ns = 0;  // from created to end
-    TaskEnd ended = TaskEnd::open;
-    Timestamp scheduled_ns = 0; // from its creation to its first step
-    Timestamp running_ns = 0;   // its steps, less the steps of other tasks run inside them
-    std::uint64_t steps = 0;
-    Timestamp await_ns[await_kinds] = {}; // per AwaitKind
-    std::uint64_t awaits[await_kinds] = {};
-    std::vector<std::uint32_t> awaited_tasks; // the tasks it awaited (AwaitKind::task), once each
-
-    Timestamp awaiting_ns() const noexcept
-    {
-        Timestamp sum = 0;
-        for (const Timestamp ns : await_ns)
-            sum += ns;
-        return sum;
-    }
 };
 
 // Why a part of a thread's history is not exact.
@@ -625,6 +569,8 @@ private:
         bool is_suspended = false;
     };
     std::uint32_t task_of(std::int64_t pid, std::uint64_t key) const noexcept;
+    // Whether a frame runs asyncio's create_task (the loop's or asyncio.create_task).
+    bool is_task_factory(FrameId id) const noexcept;
     std::uint32_t new_task(Thread& thread, std::uint64_t key, std::uint64_t parent_key);
     std::uint32_t task_child(std::uint32_t parent, FrameId id);
     // A frame pushed during a step joins its task (not the root: resume_call).

@@ -1,5 +1,5 @@
 // A thread of a traced process, as LTTng's vpid and vtid contexts name it: the key of
-// every per-thread table of the analysis and of the plugin's components.
+// every per-thread table of the analysis and of the plugin's components; and the trace's time.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +7,9 @@
 #include <functional>
 
 namespace pyust::analysis {
+
+// Nanoseconds from the trace clock's origin.
+using Timestamp = std::int64_t;
 
 // A thread of a traced process, as LTTng's vpid and vtid contexts name it.
 struct ThreadKey {
