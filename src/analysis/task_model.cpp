@@ -57,6 +57,16 @@ std::uint32_t StackModel::task_of(std::int64_t pid, std::uint64_t key) const noe
     return it == m_task_index.end() ? no_task : it->second;
 }
 
+bool StackModel::is_task_factory(FrameId id) const noexcept
+{
+    // The hook's task factories (src/hook/tasks.cpp role_of).
+    const CodeNames* names = id.is_c ? nullptr : code(id.value);
+    return names && ((names->module == "asyncio.base_events" &&
+                      (names->qualname == "BaseEventLoop.create_task" ||
+                       names->qualname == "create_task")) ||
+                     (names->module == "asyncio.tasks" && names->qualname == "create_task"));
+}
+
 std::uint32_t StackModel::task_child(std::uint32_t parent, FrameId id)
 {
     const auto [it, is_new] = m_task_children.try_emplace(
@@ -78,13 +88,18 @@ std::uint32_t StackModel::new_task(Thread& thread, std::uint64_t key, std::uint6
     task.key = key;
     task.thread = thread.m_key;
     task.created = task.end = thread.m_last_ts;
-    // Created where the running step's innermost frame is (an eager task: inside create_task).
+    // Created where the innermost frame is (an eager task: inside create_task), but for the
+    // task factory's own frames: the hook names a task as create_task returns it, before its
+    // python:return or after, depending on the back end.
+    std::size_t depth = thread.m_frames.size();
+    while (depth > 0 && is_task_factory(thread.m_frames[depth - 1].id))
+        --depth;
     if (!thread.m_steps.empty()) {
         const std::uint32_t creator = thread.m_steps.back().task;
         task.creator = creator;
         task.is_created_in_task = true;
-        task.created_at = !thread.m_frames.empty() && thread.m_frames.back().task == creator
-                              ? thread.m_frames.back().task_node
+        task.created_at = depth > 0 && thread.m_frames[depth - 1].task == creator
+                              ? thread.m_frames[depth - 1].task_node
                               : m_tasks[creator].root;
     } else if (const std::uint32_t creator =
                    parent_key ? task_of(thread.m_key.pid, parent_key) : no_task;
@@ -93,7 +108,7 @@ std::uint32_t StackModel::new_task(Thread& thread, std::uint64_t key, std::uint6
         task.is_created_in_task = true;
         task.created_at = m_tasks[creator].root;
     } else {
-        task.created_at = thread.m_frames.empty() ? 0 : thread.m_frames.back().node;
+        task.created_at = depth == 0 ? 0 : thread.m_frames[depth - 1].node;
     }
     task.root = static_cast<std::uint32_t>(m_task_nodes.size());
     m_task_nodes.emplace_back();
