@@ -259,7 +259,8 @@ def test_task_end_says_returned_raised_or_cancelled(session, make_program):
     """python:task_end: 1 for a task whose coroutine raised, 2 for one cancelled, 0 for main's
     (which returned); the sleep(0) before the raise is a bare yield (awaited 1). The roots
     are recorded whatever --modules says: a filter that names no module of the program still
-    has each task's root frame called and returned."""
+    has each task's root frame called and returned. The task view reads them raised and
+    cancelled."""
     program = make_program(ENDINGS)
     result = run_hooked([program], flags=["--modules", "no_such_module"])
     assert result.returncode == 0, result.stderr
@@ -273,6 +274,12 @@ def test_task_end_says_returned_raised_or_cancelled(session, make_program):
     assert main["end"] == 0
     calls = {trace.codes[e["fields"]["id"]]["qualname"] for e in trace.of("python:call")}
     assert calls >= {"main", "fails", "waits"} and "<module>" not in calls
+    # The task view says how each ended, waits' 10 s sleep cut short by its cancellation.
+    view = run_pyust(["report", str(session.path), "--format", "tasks"])
+    assert view.returncode == 0, view.stderr
+    rows = {row[-1]: row for row in (line.split() for line in view.stdout.splitlines())
+            if row and row[-1] in ("fails", "waits")}
+    assert rows["fails"][-2] == "raised" and rows["waits"][-2] == "cancelled", view.stdout
 
 
 # ------------------------------------------------------------- reports by task
