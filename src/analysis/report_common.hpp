@@ -122,10 +122,10 @@ void write_tree_nodes(const StackModel& model, const std::vector<ContextNode>& n
                       std::uint32_t top, std::size_t first_level, const TreeLimits& limits,
                       Budget& out, TreeCounts& counts);
 
-// The lines that say what write_tree_nodes() left out, written whatever the budget. Throws
-// like write_tree_nodes.
+// The lines that say what write_tree_nodes() left out, written whatever the budget; whole
+// says what options.min_share is a share of. Throws like write_tree_nodes.
 void write_tree_notes(Budget& out, const TreeCounts& counts, Timestamp min_duration,
-                      const ReportOptions& options);
+                      const ReportOptions& options, const char* whole = "their thread's time");
 
 // The inclusive time of the children of node top. noexcept.
 Timestamp tree_total(const std::vector<ContextNode>& nodes, std::uint32_t top);

@@ -183,7 +183,8 @@ Cuts write_tasks(const StackModel& model, std::ostream& stream, Timestamp min_du
             options.max_depth};
         write_tree_nodes(model, outside, 0, of_thread.empty() ? 1 : 2, limits, out, counts);
     }
-    write_tree_notes(out, counts, min_duration, options);
+    write_tree_notes(out, counts, min_duration, options,
+                     "their task's time (outside tasks: of their thread's)");
     if (left_out)
         out.put(thousands(left_out) + (left_out == 1 ? " task" : " tasks") +
                 " not shown, with their trees: --limit 0 shows them all\n");

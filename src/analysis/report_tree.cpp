@@ -70,7 +70,7 @@ void write_tree_nodes(const StackModel& model, const std::vector<ContextNode>& n
 }
 
 void write_tree_notes(Budget& out, const TreeCounts& counts, Timestamp min_duration,
-                      const ReportOptions& options)
+                      const ReportOptions& options, const char* whole)
 {
     if (counts.hidden)
         out.put(std::to_string(counts.hidden) +
@@ -79,9 +79,8 @@ void write_tree_notes(Budget& out, const TreeCounts& counts, Timestamp min_durat
     if (counts.hidden_by_share)
         out.put(thousands(counts.hidden_by_share) +
                 (counts.hidden_by_share == 1 ? " call path" : " call paths") + " under " +
-                printf_string("%g%%", options.min_share * 100) +
-                " of their thread's time not shown, with what they call: --min-share 0 shows "
-                "them all\n");
+                printf_string("%g%%", options.min_share * 100) + " of " + whole +
+                " not shown, with what they call: --min-share 0 shows them all\n");
     if (counts.deep)
         out.put(thousands(counts.deep) + (counts.deep == 1 ? " call path" : " call paths") +
                 " deeper than " + thousands(options.max_depth) +
