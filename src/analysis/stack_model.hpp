@@ -405,8 +405,9 @@ public:
 
     // python:task: names the task of key, or creates it when the key names none (or a task that
     // ended and had a name): created now, by the task whose step runs on the thread (else by
-    // the task of parent_key, 0 for none), where that step's innermost frame is. Throws
-    // std::bad_alloc.
+    // the task of parent_key, 0 for none), where the innermost frame is, create_task's own
+    // frames left out (the hook emits python:task as create_task returns, before or after its
+    // python:return depending on the back end). Throws std::bad_alloc.
     void on_task(Thread& thread, std::uint64_t key, std::uint64_t parent_key,
                  std::string_view name);
 
