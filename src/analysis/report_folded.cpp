@@ -56,7 +56,7 @@ Cuts write_folded(const StackModel& model, std::ostream& stream, Timestamp min_d
             const auto [index, parent, depth] = todo.back();
             todo.pop_back();
             const ContextNode& node = nodes[index];
-            if (node.calls == 0 || node.total_ns < min_duration)
+            if (node.is_empty() || node.total_ns < min_duration)
                 continue;
             const std::uint32_t target = child_of(parent, model.label(node.id));
             const bool is_deepest = options.max_depth && depth == options.max_depth;
@@ -64,11 +64,11 @@ Cuts write_folded(const StackModel& model, std::ostream& stream, Timestamp min_d
             Timestamp below = 0;     // is_deepest: the time of what it calls
             std::uint64_t paths = 0; // and its call paths
             for (const std::uint32_t child : node.children) {
-                if (nodes[child].calls != 0 && nodes[child].total_ns < min_duration) {
+                if (!nodes[child].is_empty() && nodes[child].total_ns < min_duration) {
                     value += nodes[child].total_ns;
                 } else if (!is_deepest) {
                     todo.push_back(Todo{child, target, depth + 1});
-                } else if (nodes[child].calls != 0) {
+                } else if (!nodes[child].is_empty()) {
                     below += nodes[child].total_ns;
                     paths += 1 + paths_below(nodes, child);
                 }

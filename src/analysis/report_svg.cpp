@@ -145,7 +145,7 @@ Cuts write_svg(const StackModel& model, std::ostream& out, Timestamp min_duratio
             const auto [index, depth, node_x] = todo.back();
             todo.pop_back();
             const ContextNode& node = nodes[index];
-            if (node.calls == 0 || node.total_ns < min_width)
+            if (node.is_empty() || node.total_ns < min_width)
                 continue;
             if (options.max_depth && static_cast<std::size_t>(depth) > deepest) {
                 // One grey box for the call paths from here up.

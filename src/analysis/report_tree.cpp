@@ -14,7 +14,7 @@ void write_tree_nodes(const StackModel& model, const std::vector<ContextNode>& n
                       Budget& out, TreeCounts& counts)
 {
     const auto is_shown = [&](const ContextNode& node) {
-        return node.calls != 0 && node.total_ns >= limits.min_duration &&
+        return !node.is_empty() && node.total_ns >= limits.min_duration &&
                node.total_ns >= limits.share_limit;
     };
     // Depth-first, children in the order they were first called. The indentation grows
@@ -26,7 +26,7 @@ void write_tree_nodes(const StackModel& model, const std::vector<ContextNode>& n
         const auto [index, level] = todo.back();
         todo.pop_back();
         const ContextNode& node = nodes[index];
-        if (node.calls == 0)
+        if (node.is_empty())
             continue;
         if (node.total_ns < limits.min_duration) {
             ++counts.hidden;
@@ -40,9 +40,11 @@ void write_tree_nodes(const StackModel& model, const std::vector<ContextNode>& n
             out.skip();
         else
             out.line(std::string(2 * level, ' ') + format_duration(node.total_ns) + "  " +
-                     model.label(node.id) + "  (" + std::to_string(node.calls) +
-                     (node.calls == 1 ? " call" : " calls") + ", self " +
-                     format_duration(node.self_ns) + ")\n");
+                     model.label(node.id) + "  (" +
+                     (node.calls == 0   ? std::string("resumed")
+                      : node.calls == 1 ? std::string("1 call")
+                                        : std::to_string(node.calls) + " calls") +
+                     ", self " + format_duration(node.self_ns) + ")\n");
         if (limits.max_depth && level + 1 - first_level == limits.max_depth) {
             // What it calls, as one line: the time and the number of call paths below.
             Timestamp below = 0;
@@ -50,8 +52,8 @@ void write_tree_nodes(const StackModel& model, const std::vector<ContextNode>& n
             for (const std::uint32_t child : node.children) {
                 if (!is_shown(nodes[child])) {
                     const bool is_short = nodes[child].total_ns < limits.min_duration;
-                    counts.hidden += nodes[child].calls != 0 && is_short;
-                    counts.hidden_by_share += nodes[child].calls != 0 && !is_short;
+                    counts.hidden += !nodes[child].is_empty() && is_short;
+                    counts.hidden_by_share += !nodes[child].is_empty() && !is_short;
                     continue;
                 }
                 below += nodes[child].total_ns;

@@ -53,7 +53,7 @@ std::uint64_t paths_below(const std::vector<ContextNode>& nodes, std::uint32_t i
     while (!todo.empty()) {
         const ContextNode& node = nodes[todo.back()];
         todo.pop_back();
-        count += node.calls != 0;
+        count += !node.is_empty();
         todo.insert(todo.end(), node.children.begin(), node.children.end());
     }
     return count;

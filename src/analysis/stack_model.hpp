@@ -141,6 +141,10 @@ struct ContextNode {
     // A thread's node where an asyncio task's steps start (Handle._run -> worker): what it
     // and its children run is the task's (StackModel::task_nodes() has it under the task).
     bool is_task_root = false;
+
+    // Whether nothing ran there (in the window). A node where a coroutine only resumed holds
+    // time and no call: its call counts where it returned for good. noexcept.
+    bool is_empty() const noexcept { return calls == 0 && total_ns == 0; }
 };
 
 // Why a part of a thread's history is not exact.

@@ -229,13 +229,17 @@ bool StackModel::is_task_root_return(Thread& thread, std::uint64_t code_id) cons
 void StackModel::join_task(Thread& thread, Frame& frame)
 {
     end_returned(thread);
-    const Thread::Step& step = thread.m_steps.back();
-    if (step.is_root_pending)
+    // The innermost step whose root runs (a step whose root has not come yet has no frame: what
+    // comes before it, against the hook's order, is the enclosing step's).
+    auto step = thread.m_steps.rbegin();
+    while (step != thread.m_steps.rend() && step->is_root_pending)
+        ++step;
+    if (step == thread.m_steps.rend())
         return;
-    const bool is_child = !thread.m_frames.empty() && thread.m_frames.back().task == step.task;
-    frame.task = step.task;
-    frame.task_node =
-        task_child(is_child ? thread.m_frames.back().task_node : m_tasks[step.task].root, frame.id);
+    const bool is_child = !thread.m_frames.empty() && thread.m_frames.back().task == step->task;
+    frame.task = step->task;
+    frame.task_node = task_child(
+        is_child ? thread.m_frames.back().task_node : m_tasks[step->task].root, frame.id);
 }
 
 bool StackModel::resume_call(Thread& thread, FrameId id)
@@ -270,6 +274,8 @@ bool StackModel::resume_call(Thread& thread, FrameId id)
     frame.begin = thread.m_last_ts;
     frame.node =
         thread.child_node(thread.m_frames.empty() ? 0 : thread.m_frames.back().node, id, is_root);
+    if (is_root)
+        step.base = thread.m_frames.size(); // where it is (a C frame may have returned since)
     thread.m_frames.push_back(frame);
     ++thread.m_active[id];
     step.is_root_pending = false;

@@ -351,3 +351,42 @@ TEST_CASE("chrome: a lane per task, named by it, with its awaits between its ste
     CHECK(json.find("\"app:worker\",\"cat\":\"python\",\"ph\":\"X\",\"ts\":2.010,\"dur\":0.080,"
                     "\"pid\":7,\"tid\":7") == std::string::npos);
 }
+
+TEST_CASE("a node where a coroutine only resumed keeps its time, and reads resumed")
+{
+    // An eager task's first step runs inside create_task; its next step resumes the same
+    // frame under the loop's Handle._run, where it returns: its call counts there.
+    constexpr std::uint64_t create_id = 0x0000000700000021ULL, run_id = 0x0000000700000022ULL,
+                            child_id = 0x0000000700000023ULL;
+    StackModel model;
+    model.on_code(create_id, "asyncio.base_events", "BaseEventLoop.create_task", "b.py", 1);
+    model.on_code(run_id, "asyncio.events", "Handle._run", "events.py", 78);
+    model.on_code(child_id, "app", "child", "app.py", 1);
+    const auto at = [&](Timestamp ts) -> Thread& { return model.thread_at(key, ts, 0); };
+    model.on_call(at(0), create_id);
+    model.on_task_step(at(10), 0xc, 0, 0, 0);
+    model.on_call(at(10), child_id);
+    model.on_return(at(30), child_id);
+    model.on_return(at(40), create_id);
+    model.on_call(at(100), run_id);
+    model.on_task_step(at(110), 0xc, 1, 2, 0);
+    model.on_call(at(110), child_id);
+    model.on_return(at(150), child_id);
+    model.on_task_end(at(150), 0xc, 0);
+    model.on_return(at(160), run_id);
+    model.finish();
+    std::ostringstream tree;
+    write_tree(model, tree, 0);
+    CHECK(tree.str() ==
+          "pid 7 tid 7: 11 events, 100 ns in frames\n"
+          "  40 ns  asyncio.base_events:BaseEventLoop.create_task  (1 call, self 20 ns)\n"
+          "    20 ns  app:child  (resumed, self 20 ns)\n"
+          "  60 ns  asyncio.events:Handle._run  (1 call, self 20 ns)\n"
+          "    40 ns  app:child  (1 call, self 40 ns)\n");
+    std::ostringstream stacks;
+    write_folded(model, stacks, 0);
+    CHECK(stacks.str() == "asyncio.base_events:BaseEventLoop.create_task 20\n"
+                          "asyncio.base_events:BaseEventLoop.create_task;app:child 20\n"
+                          "asyncio.events:Handle._run 20\n"
+                          "asyncio.events:Handle._run;app:child 40\n");
+}
