@@ -279,7 +279,8 @@ def test_task_end_says_returned_raised_or_cancelled(session, make_program):
     assert view.returncode == 0, view.stderr
     rows = {row[-1]: row for row in (line.split() for line in view.stdout.splitlines())
             if row and row[-1] in ("fails", "waits")}
-    assert rows["fails"][-2] == "raised" and rows["waits"][-2] == "cancelled", view.stdout
+    cancelled = "cancelled" if python_version(PYTHON) >= (3, 11) else "raised"  # pyust-events(7)
+    assert rows["fails"][-2] == "raised" and rows["waits"][-2] == cancelled, view.stdout
 
 
 # ------------------------------------------------------------- reports by task
@@ -401,7 +402,9 @@ def test_chrome_trace_gives_each_task_a_named_lane(session, make_program, mode, 
     assert all(tid in slices for tid in lanes), "a lane without a slice"
     (pid,) = {e["pid"] for e in events if e["ph"] == "X"}
     thread = slices[pid]
-    assert "asyncio.events:Handle._run" in thread and "__main__:worker" not in thread
+    # (co_qualname is new in 3.11: 3.10's frames read by co_name.)
+    assert {"asyncio.events:Handle._run", "asyncio.events:_run"} & set(thread)
+    assert "__main__:worker" not in thread
 
 
 def lanes_key(lanes: dict, name: str) -> int:
@@ -430,7 +433,7 @@ def test_tasks_option_roots_stacks_at_the_await_chain(session, make_program):
     assert len(workers) == 2 and workers[0] == "__main__:worker", workers
     assert re.fullmatch(r"asyncio.tasks:gather;asyncio.tasks:_?ensure_future;__main__:worker",
                         workers[1]), workers
-    assert all(";asyncio.events:Handle._run;__main__:worker" in stack
+    assert all(re.search(r";asyncio.events:(Handle\.)?_run;__main__:worker$", stack)
                for stack in plain if stack.endswith(";__main__:worker"))
     tree = run_pyust(["report", trace, "--format", "tree", "--tasks", "--modules", "__main__",
                       "--min-share", "0"])

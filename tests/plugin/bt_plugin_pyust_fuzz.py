@@ -11,7 +11,9 @@
 #            call, duplicate code registrations (an id named again, differently), lines,
 #            C calls, thread names, discarded-events messages on any stream at any time;
 #            names from a pool with control characters, `;`, newlines, non-ASCII and 1 MB
-#            (the 1 MB name `huge` times at most, default 4)
+#            (the 1 MB name `huge` times at most, default 4); asyncio tasks named, stepped
+#            (resuming any number of frames, after any await) and ended anywhere, under a
+#            few keys
 #   threads  `threads` threads (default 10,000), each a few nested calls
 #   deep     one thread: `depth` nested calls (default 100,000), then their returns
 #   bench    `events` call/return events: `threads` threads, each calling down to `depth`
@@ -62,8 +64,23 @@ def mix(rng, events, threads, huge):
 
     ids = [PID << 32 | n for n in range(1, 40)] + [0, 2**64 - 1, 7 << 32 | 5]
     tids = [PID] + [rng.randrange(1, 2**31) for _ in range(max(threads, 1) - 1)]
+    keys = [0, 0xa0, 0xb0, 0xc0, 2**64 - 1]
     for _ in range(events):
         tid = rng.choice(tids)
+        roll = rng.random()
+        if roll < 0.08:
+            task = rng.random()
+            if task < 0.3:
+                yield "task", {"task": rng.choice(keys), "parent": rng.choice(keys),
+                               "name": name()}, tid
+            elif task < 0.85:
+                yield "task_step", {"task": rng.choice(keys),
+                                    "resumed": rng.choice([0, 1, 2, 3, 2**32 - 1]),
+                                    "awaited": rng.randrange(256),
+                                    "awaited_id": rng.choice(keys)}, tid
+            else:
+                yield "task_end", {"task": rng.choice(keys), "state": rng.randrange(256)}, tid
+            continue
         roll = rng.random()
         if roll < 0.10:
             yield "code", {"id": rng.choice(ids), "module": name(),

@@ -272,6 +272,9 @@ def build_trace_class(source):
         "c_return": [("exception", "u8")],
         "thread": [("tid", "i64"), ("name", "str")],
         "process": [("version", "str"), ("backend", "str"), ("lines", "u8"), ("c_calls", "u8")],
+        "task": [("task", "id"), ("parent", "id"), ("name", "str")],
+        "task_step": [("task", "id"), ("resumed", "u32"), ("awaited", "u8"), ("awaited_id", "id")],
+        "task_end": [("task", "id"), ("state", "u8")],
     }
     classes = {}
     for name, layout in layouts.items():

@@ -29,7 +29,7 @@ from pyusttest.traces import folded
 HERE = Path(__file__).resolve().parent
 LIMIT = 120.0
 RSS_LIMIT_MB = 1024
-FORMATS = ("profile", "tree", "folded", "lines", "chrome", "svg")
+FORMATS = ("profile", "tree", "folded", "lines", "chrome", "svg", "tasks")
 
 
 def run(source_params: list, sink: list, *, stacks: bool = False):
@@ -80,8 +80,17 @@ PROFILE_TITLE = re.compile(r"pid \d+ \(python3\): (\d+) calls of (\d+) functions
                            rf"threads?, {DURATION} of self time")
 PROFILE_ROW = re.compile(r" *(\d+) +[0-9.]+ +[0-9.]+ +[0-9.]+  .+")
 TREE_TITLE = re.compile(rf"pid \d+ \(python3\) tid \d+( \(.*\))?: \d+ events?, {DURATION} in frames")
-TREE_ROW = re.compile(rf"(  )+{DURATION}  .*  \(\d+ calls?, self {DURATION}\)")
+TREE_ROW = re.compile(rf"(  )+{DURATION}  .*  \((\d+ calls?|resumed), self {DURATION}\)")
 LINES_ROW = re.compile(r" *\d+ +[0-9.]+ +[0-9.]+  .*:\d+  \(.*\)")
+TASKS_LINES = [re.compile(pattern) for pattern in (
+    rf"pid \d+ \(python3\) tid \d+( \(.*\))?: (no asyncio task, {DURATION} in frames|[\d,]+ "
+    rf"asyncio tasks?, running {DURATION}; {DURATION} in frames outside them)",
+    r"         wall    to start     running    awaiting   steps  end        task",
+    rf" +{DURATION} +{DURATION} +{DURATION} +{DURATION} +[\d,]+  (returned|raised|cancelled"
+    r"|not ended) +.+",
+    r"task .+: created (by .+|outside tasks)( in .+)?",
+    rf"  (wall    |to start|running |awaiting) +{DURATION}  .+",
+    rf"outside tasks: {DURATION} in frames", "")]
 INCOMPLETE_ROW = re.compile(r"  (pid \d+ \(python3\) tid \d+( \(.*\))?|stream \S+): \S.*")
 CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 
@@ -123,6 +132,11 @@ def check_text_report(report_format: str, text: str) -> None:
         assert TREE_TITLE.fullmatch(lines[0]), lines[0][:300]
         for line in lines:
             assert TREE_TITLE.fullmatch(line) or TREE_ROW.fullmatch(line), line[:300]
+    elif report_format == "tasks":
+        assert TASKS_LINES[0].fullmatch(lines[0]), lines[0][:300]
+        for line in lines:
+            assert TREE_ROW.fullmatch(line) or any(p.fullmatch(line) for p in TASKS_LINES), \
+                line[:300]
     else:
         assert lines[:3] == ["pid 4242 (python3):", "",
                              "     hits     total_ms      mean_us  file:line (function)"], lines[:3]
@@ -142,6 +156,18 @@ def test_random_histories(seed, report_format):
     stdout, _, _ = run(mix(seed), ["-c", "sink.pyust.report", "-p",
                                    f'format="{report_format}"'])
     check_output(report_format, stdout)
+
+
+@pytest.mark.parametrize("report_format", ["tree", "folded", "svg"])
+def test_random_histories_with_tasks_under_their_creators(report_format):
+    """--tasks (tasks=yes) on tasks named, stepped and ended anywhere: well formed, and
+    folded's total is the same as without it."""
+    sink = ["-c", "sink.pyust.report", "-p", f'format="{report_format}"']
+    stdout, _, _ = run(mix(5), [*sink, "-p", "tasks=yes"])
+    check_output(report_format, stdout)
+    if report_format == "folded":
+        plain, _, _ = run(mix(5), sink)
+        assert sum(folded(stdout.decode()).values()) == sum(folded(plain.decode()).values())
 
 
 @pytest.mark.parametrize("seed", range(4))
