@@ -18,9 +18,26 @@ namespace {
 constexpr std::size_t max_place_frames = 4;
 constexpr std::size_t max_indent = 8;
 
+// The most bytes of a name that a line repeats for another task or a frame (the task that
+// created it, what it awaited, where it was created): a name of a megabyte would otherwise be
+// written once per task that refers to it.
+constexpr std::size_t max_reference = 120;
+
 std::string task_name(const Task& task)
 {
     return task.name.empty() ? "(unnamed coroutine)" : task.name;
+}
+
+// text cut to max_reference bytes (not inside a character), "..." after it when cut.
+std::string brief(std::string text)
+{
+    if (text.size() <= max_reference)
+        return text;
+    std::size_t end = max_reference;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80)
+        --end;
+    text.resize(end);
+    return text + "...";
 }
 
 // "a > b > c": the frames from below top down to index, at most the innermost
@@ -35,7 +52,7 @@ std::string frame_path(const StackModel& model, const std::vector<ContextNode>& 
             frames.push_back(at);
     std::string path = count > frames.size() ? "... > " : "";
     for (auto it = frames.rbegin(); it != frames.rend(); ++it)
-        path += model.label(nodes[*it].id) + (it + 1 == frames.rend() ? "" : " > ");
+        path += brief(model.label(nodes[*it].id)) + (it + 1 == frames.rend() ? "" : " > ");
     return path;
 }
 
@@ -47,7 +64,7 @@ std::string origin(const StackModel& model, const Thread& thread, const Task& ta
     std::string place;
     if (task.is_created_in_task && task.creator != no_task) {
         const Task& creator = model.tasks()[task.creator];
-        text = "created by " + task_name(creator);
+        text = "created by " + brief(task_name(creator));
         place = frame_path(model, model.task_nodes(), task.created_at, creator.root);
     } else {
         text = "created outside tasks";
@@ -74,7 +91,7 @@ std::string awaits_text(const StackModel& model, const Task& task)
         if (kind == AwaitKind::task && !task.awaited_tasks.empty()) {
             text += ':';
             for (std::size_t i = 0; i < task.awaited_tasks.size() && i < 3; ++i)
-                text += (i ? ", " : " ") + task_name(model.tasks()[task.awaited_tasks[i]]);
+                text += (i ? ", " : " ") + brief(task_name(model.tasks()[task.awaited_tasks[i]]));
             if (task.awaited_tasks.size() > 3)
                 text += ", ...";
         }

@@ -11,9 +11,9 @@
 #            call, duplicate code registrations (an id named again, differently), lines,
 #            C calls, thread names, discarded-events messages on any stream at any time;
 #            names from a pool with control characters, `;`, newlines, non-ASCII and 1 MB
-#            (the 1 MB name `huge` times at most, default 4); asyncio tasks named, stepped
-#            (resuming any number of frames, after any await) and ended anywhere, under a
-#            few keys
+#            (the 1 MB name `huge` times at most, default 4); with `tasks=1`, asyncio tasks
+#            too, named, stepped (resuming any number of frames, after any await) and ended
+#            anywhere, under a few keys (0, the default, keeps each seed's history as it was)
 #   threads  `threads` threads (default 10,000), each a few nested calls
 #   deep     one thread: `depth` nested calls (default 100,000), then their returns
 #   bench    `events` call/return events: `threads` threads, each calling down to `depth`
@@ -48,7 +48,7 @@ def name_pool(rng):
     ]
 
 
-def mix(rng, events, threads, huge):
+def mix(rng, events, threads, huge, tasks=False):
     """(kind, values, tid, stream) steps of the mix scenario: at most `huge` of the names are
     the 1 MB one (each report repeats a name in every path it is on: a few suffice)."""
     pool = name_pool(rng)
@@ -67,8 +67,7 @@ def mix(rng, events, threads, huge):
     keys = [0, 0xa0, 0xb0, 0xc0, 2**64 - 1]
     for _ in range(events):
         tid = rng.choice(tids)
-        roll = rng.random()
-        if roll < 0.08:
+        if tasks and rng.random() < 0.08:
             task = rng.random()
             if task < 0.3:
                 yield "task", {"task": rng.choice(keys), "parent": rng.choice(keys),
@@ -159,7 +158,8 @@ class FuzzIterator(bt2._UserMessageIterator):
         rng = random.Random(params["seed"])
         scenario = params["scenario"]
         if scenario == "mix":
-            steps = mix(rng, params["events"], params["threads"], params["huge"])
+            steps = mix(rng, params["events"], params["threads"], params["huge"],
+                        params["tasks"])
         elif scenario == "threads":
             steps = many_threads(params["threads"])
         elif scenario == "deep":
@@ -217,6 +217,7 @@ class RandomSource(bt2._UserSourceComponent, name="random",
             "depth": number("depth", 100000 if scenario == "deep" else 10),
             "streams": number("streams", 4 if scenario == "mix" else 1),
             "huge": number("huge", 4),
+            "tasks": number("tasks", 0) != 0,
         }
         tc, sc, classes = build_trace_class(self)
         self._add_output_port("out", (settings, tc, sc, classes))
