@@ -289,10 +289,11 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
         s_state.emitter->call(info);
     }
     PyObject* result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
-    // The generator outlives its frame's evaluation (whoever resumed it holds it).
-    const bool is_yield =
-        generator != nullptr && result != nullptr &&
-        reinterpret_cast<PyGenObject*>(generator)->gi_frame_state < FRAME_EXECUTING;
+    // The generator outlives its frame's evaluation (whoever resumed it holds it). Its states
+    // before FRAME_EXECUTING (0) are the suspended ones (and created), from 3.11 to 3.14, whose
+    // enum 3.14 moved to a header this file does not include.
+    const bool is_yield = generator != nullptr && result != nullptr &&
+                          reinterpret_cast<PyGenObject*>(generator)->gi_frame_state < 0;
     if (s_epoch == epoch) {
         if (is_announcer)
             --s_announcer_depth;
