@@ -189,9 +189,10 @@ LTTNG_UST_TRACEPOINT_EVENT(python, lost_start,
 /*
  * python:task - an asyncio task appears (issue 29; a prototype: fields may
  * change). Emitted when the event loop's create_task (asyncio.base_events'
- * BaseEventLoop.create_task) returns it, and again when asyncio.create_task,
- * which names the task only then, returns it with another name: the last
- * python:task of a key before the task's first step names it.
+ * BaseEventLoop.create_task) returns it, and again when asyncio.create_task
+ * or (3.11, 3.12) TaskGroup.create_task, which name the task only then,
+ * return it with another name: the last python:task of a key before the
+ * task's first step names it.
  *   task    the task's key: the address of its coroutine object, what every
  *           python:task_step of the task carries (unique among the tasks
  *           alive at a time: a key seen again after its task ended is
@@ -241,12 +242,13 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
 
 /*
  * python:task_end - a task's coroutine finished: its root frame returned or
- * raised for good (emitted just after that frame's python:return). The key
- * may name another task from then on.
+ * raised for good (emitted just after that frame's python:return; on 3.10
+ * and 3.11's profile function back end, when a root raised, at the return of
+ * the frame that ran the step: Handle._run, the pure-Python Task's __step).
+ * The key may name another task from then on.
  *   task   the task's key (python:task)
  *   state  0 returned, 1 raised an exception, 2 was cancelled (raised
- *          asyncio.CancelledError; on 3.10, where a profile function does not
- *          see the exception, 1)
+ *          asyncio.CancelledError)
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, task_end,
     LTTNG_UST_TP_ARGS(uint64_t, task, uint8_t, state),

@@ -22,7 +22,11 @@ namespace pyust::hook::tasks {
 // What a code object is to asyncio's tasks, decided once per code object.
 enum class Role : std::uint8_t {
     none,
-    factory, // returns a new task: BaseEventLoop.create_task, asyncio.create_task
+    factory, // returns a new task: BaseEventLoop.create_task, asyncio.create_task,
+             // TaskGroup.create_task
+    // Runs a task's step (Handle._run, the pure-Python Task's __step), where a profile function
+    // (3.10, 3.11), which does not see a root's exception, learns how a task ended.
+    step_runner,
 };
 
 // The role of the code named module:qualname (qualname is co_name before 3.11). noexcept.
@@ -48,9 +52,17 @@ inline void on_yield() noexcept;
 enum class End : std::uint8_t { yielded, returned, raised };
 
 // The root frame of enter_step(coroutine) stopped: it yielded value (the task suspends on
-// it), or returned or raised (python:task_end; raised: the exception is the current one).
-// outer (enter_step()'s result) is the thread's step again. noexcept.
-void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* value) noexcept;
+// it), or returned or raised (python:task_end; raised: value is the exception, else the current
+// one). outer (enter_step()'s result) is the thread's step again. When it raised an exception
+// the back end cannot see, runner (the frame of the step runner that called the root, or
+// nullptr) defers python:task_end to on_runner_return(runner), where the task's state says
+// whether it was cancelled. noexcept.
+void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* value,
+                const void* runner = nullptr) noexcept;
+
+// The frame of a step runner (Role::step_runner) returns: python:task_end of a task whose end
+// leave_step() deferred to it. noexcept.
+void on_runner_return(const void* frame) noexcept;
 
 // A factory (Role::factory) returned result: python:task for it, when it is a task (has
 // get_coro()) not named already by an inner factory's return. noexcept.

@@ -282,6 +282,33 @@ asyncio.run(main())
 """
 
 
+def test_tasks_end_cancelled_failed_or_done_as_asyncio_says(make_program, tmp_path):
+    """python:task_end says of each task what asyncio says of it at the end: cancelled (a
+    task group's children, cancel(), wait_for's inner task before 3.12), failed (a timeout and
+    wait_for that expired, a group whose child raised, the child itself, a task that turned its
+    cancellation into RuntimeError) or done; every task is named as the program named it (a
+    task group's children too, which 3.11 and 3.12 name after creating them) and created by
+    the task that created it. Each task that parked on a future had that future (its id) as
+    the await of its last step, the one its cancellation ended."""
+    program = make_program(ENDINGS)
+    stdout, tasks = trace_tasks(tmp_path, program, modules="__main__")
+    seen = json.loads(stdout)
+    expected = {"wait_for": "error", "cancelled": "cancelled", "swallows": "error"}
+    if python_version(PYTHON) >= (3, 11):
+        expected.update({"timeout": "error", "group": "error", "g-fails": "error",
+                         "g-park1": "cancelled", "g-park2": "cancelled"})
+    assert seen["ends"] == expected
+    assert {name: tasks.named(name).end for name in expected} == expected
+    main = next(t for t in tasks.tasks if "__main__:main" in t.calls)
+    for name in ("wait_for", "cancelled", "swallows", "timeout", "group"):
+        assert name not in expected or tasks.named(name).parent is main
+    for name in ("g-fails", "g-park1", "g-park2"):
+        assert name not in expected or tasks.named(name).parent is tasks.named("group")
+    for name, future in seen["waited"].items():
+        last = tasks.named(name).steps[-1]
+        assert (last.awaited, last.awaited_id) == ("future", future), name
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "a step that starts with a throw (a cancellation, a timeout, an awaited future's "
     "exception) resumes the await chain innermost first; the hook announces the step only at "
