@@ -222,8 +222,10 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task,
  *               frame, outermost first) resume frames suspended by the
  *               task's previous step, not new calls; 0 on the task's first
  *               step. Counts the frames of coroutines (async def, and
- *               generators made coroutines by types.coroutine), not those
- *               of other generators or of async generators.
+ *               generators made coroutines by types.coroutine) and of
+ *               async generators suspended in an await of their body, not
+ *               those of other generators nor an async generator's frame
+ *               that its yield suspended.
  *   awaited     what the suspension that this step ends waited on: 0 none
  *               (the task's first step), 1 a bare yield (asyncio.sleep(0)),
  *               2 a future (asyncio.sleep(d), I/O, any awaitable that is not

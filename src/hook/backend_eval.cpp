@@ -264,21 +264,23 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
 
 // evaluate_as() for code that plays a part in asyncio's tasks (k_asyncio): a task's step around
 // a root frame (recorded whatever the filter says), which ends it when the frame yields (the
-// task suspends on what it yielded) or finishes; a traced coroutine frame's yield is one more
-// frame the task's next step resumes; a factory's new task.
+// task suspends on what it yielded) or finishes; a traced coroutine frame's yield (an async
+// generator's in an await) is one more frame the task's next step resumes; a factory's new
+// task.
 [[gnu::noinline]] PyObject* evaluate_asyncio(PyThreadState* tstate, _PyInterpreterFrame* frame,
                                              int throwflag, CodeInfo& info, std::uint64_t epoch,
                                              bool is_announcer)
 {
     const bool is_traced = (info.trace & k_traced) != 0;
     PyObject* generator = nullptr;
-    if (info.is_coroutine && frame->owner == FRAME_OWNED_BY_GENERATOR)
+    if ((info.is_coroutine || info.is_async_generator) && frame->owner == FRAME_OWNED_BY_GENERATOR)
 #if PY_VERSION_HEX >= 0x030E0000
         generator = reinterpret_cast<PyObject*>(_PyGen_GetGeneratorFromFrame(frame));
 #else
         generator = reinterpret_cast<PyObject*>(_PyFrame_GetGenerator(frame));
 #endif
-    const void* root = generator != nullptr ? root_coroutine(tstate, frame) : nullptr;
+    const void* root =
+        generator != nullptr && info.is_coroutine ? root_coroutine(tstate, frame) : nullptr;
     tasks::Outer outer;
     if (is_traced || root != nullptr) {
         check_session();
@@ -305,7 +307,7 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
                                : is_yield        ? tasks::End::yielded
                                                  : tasks::End::returned;
         tasks::leave_step(outer, root, end, is_yield ? result : nullptr);
-    } else if (is_yield && is_traced) {
+    } else if (is_yield && is_traced && (info.is_coroutine || !tasks::is_async_yield(result))) {
         tasks::on_yield();
     }
     if (info.is_task_factory && result != nullptr)

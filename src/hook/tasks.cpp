@@ -242,6 +242,14 @@ void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* va
     detail::t_yields = outer.yields;
 }
 
+bool is_async_yield(PyObject* value) noexcept
+{
+    // Every version since 3.6 wraps an async generator's items in this private type, which
+    // the generator's asend() unwraps.
+    return value != nullptr &&
+           std::strcmp(Py_TYPE(value)->tp_name, "async_generator_wrapped_value") == 0;
+}
+
 void on_runner_return(const void* frame) noexcept
 {
     if (t_deferred.runner == frame && frame != nullptr)

@@ -48,6 +48,12 @@ Outer enter_step(const void* coroutine) noexcept;
 // frame the task's next step resumes. noexcept.
 inline void on_yield() noexcept;
 
+// Whether value, which an async generator's frame yielded, is an item of the generator (its
+// `yield`, which the `async for` consuming it goes on with), rather than what an await in the
+// generator's body suspends the task on (the generator's frame is then part of the task's
+// await chain, which the next step resumes). noexcept.
+bool is_async_yield(PyObject* value) noexcept;
+
 // How a frame stopped running.
 enum class End : std::uint8_t { yielded, returned, raised };
 

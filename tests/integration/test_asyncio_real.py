@@ -378,6 +378,53 @@ def test_a_caught_cancellation_is_a_step_of_its_task(make_program, tmp_path):
     assert tasks.outside == {"__main__:<module>": 1}
 
 
+# An async generator that awaits in its body, consumed by a task's `async for`.
+ASYNC_GENERATOR = """\
+import asyncio
+
+
+def parse(i):
+    return i * 2
+
+
+async def pause():
+    await asyncio.sleep(0.001)
+
+
+async def ticks(n):
+    for i in range(n):
+        await pause()
+        yield i
+
+
+async def consumer():
+    return [parse(i) async for i in ticks(3)]
+
+
+async def main():
+    print(await asyncio.create_task(consumer(), name="consumer"))
+
+
+asyncio.run(main())
+"""
+
+
+def test_an_async_generator_that_awaits_is_part_of_the_await_chain(make_program, tmp_path):
+    """A task suspended in an await of an async generator's body resumes the generator's frame
+    with the rest of its chain: each later step's first calls resume consumer() (and, before
+    3.12, its async comprehension's frame), the generator and pause(), so that pause() has its
+    three calls, as the reference counts. (The generator's frame, resumed by `async for` after
+    each of its items, has a python:call for each, as any generator has.)"""
+    program = make_program(ASYNC_GENERATOR)
+    stdout, tasks = trace_tasks(tmp_path, program, modules="__main__")
+    assert stdout == "[0, 2, 4]\n"
+    consumer = tasks.named("consumer")
+    assert [s.resumes[-2:] for s in consumer.steps[1:]] == [
+        ["__main__:ticks", "__main__:pause"]] * 3
+    assert consumer.calls["__main__:pause"] == 3
+    same_counts(tasks, reference(program, modules="__main__"), "__main__")
+
+
 # Tasks constructed directly, as aiohttp does on 3.12+: no create_task names them.
 DIRECT_TASKS = """\
 import asyncio
