@@ -192,12 +192,17 @@ LTTNG_UST_TRACEPOINT_EVENT(python, lost_start,
  * BaseEventLoop.create_task) returns it, and again when asyncio.create_task
  * or (3.11, 3.12) TaskGroup.create_task, which name the task only then,
  * return it with another name: the last python:task of a key before the
- * task's first step names it.
+ * task's second step (or its end) names it. A task whose first step comes
+ * before create_task returned it (an eager task, 3.12+) or that no
+ * create_task made (asyncio.Task() called directly) is named just before
+ * that step's python:task_step.
  *   task    the task's key: the address of its coroutine object, what every
  *           python:task_step of the task carries (unique among the tasks
  *           alive at a time: a key seen again after its task ended is
  *           another task's)
  *   parent  the key of the task whose step created it, 0 outside any task
+ *           (for a task no create_task made: the step its first step ran
+ *           in, an eager start's creator, else 0)
  *   name    Task.get_name()
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, task,

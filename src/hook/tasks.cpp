@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "hook/state.hpp"
 
@@ -40,6 +41,10 @@ enum Awaited : std::uint8_t { k_none, k_yield, k_future, k_task, k_gather };
 // during static destruction). A task's entry goes at its task_end.
 std::unordered_map<std::uint64_t, Suspension>& s_suspended =
     *new std::unordered_map<std::uint64_t, Suspension>;
+
+// The tasks that python:task named before their first step, by key (the others are named at
+// their first step); a key goes at the task's first step, else at its end.
+std::unordered_set<std::uint64_t>& s_named = *new std::unordered_set<std::uint64_t>;
 
 // asyncio's Task types (the C one and the pure-Python one) and CancelledError, read from
 // asyncio.tasks and asyncio.exceptions once they are imported (strong references).
@@ -183,6 +188,50 @@ bool defer_end(std::uint64_t key, const void* runner) noexcept
     return true;
 }
 
+// python:task for task, whose coroutine's address is key, created in the step of parent (a
+// key, 0 outside any task), unless it is the task this thread named last, under that name.
+void name_task(PyObject* task, std::uint64_t key, std::uint64_t parent) noexcept
+{
+    PyObject* name = PyObject_CallMethod(task, "get_name", nullptr);
+    const char* text = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
+    const bool is_named = key == t_last_named && name != nullptr && t_last_name != nullptr &&
+                          PyObject_RichCompareBool(name, t_last_name, Py_EQ) == 1;
+    if (!is_named) {
+        s_state.emitter->task(key, parent, text != nullptr ? text : "?");
+        t_last_named = key;
+        Py_XINCREF(name);
+        Py_XSETREF(t_last_name, name);
+        try {
+            s_named.insert(key);
+        } catch (...) { // out of memory: its first step names it again
+        }
+    }
+    Py_XDECREF(name);
+}
+
+// The first step of the coroutine (the key's first since its task, if any, ended): python:task
+// for the current task when it runs that coroutine and no create_task named it (asyncio.Task()
+// constructed directly, as aiohttp does with eager_start on 3.12+), created by parent's step
+// (the step an eager start nests in; 0 for a first step that the event loop runs).
+void name_at_first_step(const void* coroutine, std::uint64_t parent) noexcept
+{
+    if (s_named.erase(key_of(coroutine)) > 0)
+        return;
+    const AsyncioTypes& types = asyncio_types();
+    if (types.current_task == nullptr)
+        return;
+    compat::SavedError saved;
+    PyObject* task = PyObject_CallNoArgs(types.current_task);
+    PyObject* running = task != nullptr && task != Py_None
+                            ? PyObject_CallMethod(task, "get_coro", nullptr)
+                            : nullptr;
+    if (running == coroutine)
+        name_task(task, key_of(coroutine), parent);
+    Py_XDECREF(running);
+    Py_XDECREF(task);
+    PyErr_Clear();
+}
+
 } // namespace
 
 namespace detail {
@@ -216,6 +265,8 @@ Outer enter_step(const void* coroutine) noexcept
     Suspension last;
     if (const auto found = s_suspended.find(t_current); found != s_suspended.end())
         last = found->second;
+    else
+        name_at_first_step(coroutine, outer.task);
     s_state.emitter->task_step(t_current, last.resumed, last.awaited, last.awaited_id);
     return outer;
 }
@@ -233,6 +284,7 @@ void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* va
         }
     } else {
         s_suspended.erase(key);
+        s_named.erase(key);
         const bool is_deferred = end == End::raised && value == nullptr && runner != nullptr &&
                                  PyErr_Occurred() == nullptr && defer_end(key, runner);
         if (!is_deferred)
@@ -261,21 +313,10 @@ void on_factory_return(PyObject* result) noexcept
     if (!s_state.is_active || result == Py_None)
         return;
     compat::SavedError saved;
-    PyObject* coroutine = PyObject_CallMethod(result, "get_coro", nullptr);
-    PyObject* name =
-        coroutine != nullptr ? PyObject_CallMethod(result, "get_name", nullptr) : nullptr;
-    const std::uint64_t key = coroutine != nullptr ? key_of(coroutine) : 0;
-    const char* text = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
-    const bool is_named = key == t_last_named && name != nullptr && t_last_name != nullptr &&
-                          PyObject_RichCompareBool(name, t_last_name, Py_EQ) == 1;
-    if (key != 0 && !is_named) {
-        s_state.emitter->task(key, t_current, text != nullptr ? text : "?");
-        t_last_named = key;
-        Py_XINCREF(name);
-        Py_XSETREF(t_last_name, name);
+    if (PyObject* coroutine = PyObject_CallMethod(result, "get_coro", nullptr)) {
+        name_task(result, key_of(coroutine), t_current);
+        Py_DECREF(coroutine);
     }
-    Py_XDECREF(name);
-    Py_XDECREF(coroutine);
     PyErr_Clear();
 }
 

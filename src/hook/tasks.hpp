@@ -5,7 +5,9 @@
 // frame until that coroutine's frame returns runs for the task. The back ends
 // find such "root" frames and call enter_step() and leave_step() around them;
 // the code objects that create tasks are marked at registration (role_of())
-// and hand their result to on_factory_return(). A task is named by the address
+// and hand their result to on_factory_return(); a task that none of them
+// made (asyncio.Task() called directly) is named at its first step, from
+// asyncio.current_task(). A task is named by the address
 // of its coroutine object, which the hook holds at every step without a
 // lookup. A root frame's call and return are recorded whatever the module filter
 // says (register_root()). Every function requires the GIL and never raises into
@@ -41,7 +43,8 @@ struct Outer {
 
 // A root coroutine frame of the coroutine object at coroutine starts or resumes: emits
 // python:task_step (with what the task's last suspension left: how many frames it resumes,
-// what it waited on) and makes it the calling thread's current task. noexcept.
+// what it waited on), after python:task on a first step that no factory named, and makes it
+// the calling thread's current task. noexcept.
 Outer enter_step(const void* coroutine) noexcept;
 
 // A traced coroutine frame other than a root yielded (suspended) during the step: one more

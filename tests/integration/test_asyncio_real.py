@@ -448,6 +448,16 @@ asyncio.run(main())
 """
 
 
+def test_a_task_no_create_task_made_is_named_at_its_first_step(make_program, tmp_path):
+    """A task constructed directly (asyncio.Task()) is named at its first step, which the
+    event loop runs: its name, no creator; it holds its coroutine's calls."""
+    program = make_program(DIRECT_TASKS)
+    stdout, tasks = trace_tasks(tmp_path, program, modules="__main__")
+    assert stdout == "[1, 2]\n"
+    direct = tasks.named("direct")
+    assert (direct.calls, direct.end, direct.parent) == ({"__main__:child": 1}, "done", None)
+
+
 @pytest.mark.xfail(python_version(PYTHON) >= (3, 12), strict=True, reason=(
     "asyncio.Task(coro, eager_start=True) called in a coroutine (as aiohttp 3.10+ does on "
     "3.12+) runs the task's first step from that coroutine's frame: the hook takes the new "
