@@ -57,20 +57,42 @@ struct AsyncioTypes {
 };
 AsyncioTypes s_types;
 
+// The module that sys.modules holds under name (a new reference), else nullptr.
+PyObject* imported(const char* name) noexcept
+{
+    PyObject* key = PyUnicode_FromString(name);
+    PyObject* module = key != nullptr ? PyImport_GetModule(key) : nullptr;
+    Py_XDECREF(key);
+    return module;
+}
+
 const AsyncioTypes& asyncio_types() noexcept
 {
     if (s_types.is_read)
         return s_types;
+    // Looked up, never imported: a program that has not imported asyncio has no asyncio task
+    // (a coroutine it drives by hand has steps, see enter_step()), and importing it from a
+    // hook would run asyncio's import in the middle of the program's code.
     compat::SavedError saved;
-    PyObject* tasks = PyImport_ImportModuleLevel("asyncio.tasks", nullptr, nullptr, nullptr, 0);
-    PyObject* exceptions =
-        PyImport_ImportModuleLevel("asyncio.exceptions", nullptr, nullptr, nullptr, 0);
+    PyObject* tasks = imported("asyncio.tasks");
+    PyObject* exceptions = imported("asyncio.exceptions");
     if (tasks != nullptr && exceptions != nullptr) {
-        s_types.task = PyObject_GetAttrString(tasks, "Task");
-        s_types.py_task = PyObject_GetAttrString(tasks, "_PyTask");
-        s_types.cancelled = PyObject_GetAttrString(exceptions, "CancelledError");
-        s_types.current_task = PyObject_GetAttrString(tasks, "current_task");
-        s_types.is_read = true;
+        AsyncioTypes read;
+        read.task = PyObject_GetAttrString(tasks, "Task");
+        read.py_task = PyObject_GetAttrString(tasks, "_PyTask");
+        read.cancelled = PyObject_GetAttrString(exceptions, "CancelledError");
+        read.current_task = PyObject_GetAttrString(tasks, "current_task");
+        // Modules still being imported lack their names yet: read them again later.
+        read.is_read =
+            read.task != nullptr && read.cancelled != nullptr && read.current_task != nullptr;
+        if (read.is_read) {
+            s_types = read;
+        } else {
+            Py_XDECREF(read.task);
+            Py_XDECREF(read.py_task);
+            Py_XDECREF(read.cancelled);
+            Py_XDECREF(read.current_task);
+        }
     }
     Py_XDECREF(tasks);
     Py_XDECREF(exceptions);

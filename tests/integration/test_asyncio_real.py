@@ -25,7 +25,7 @@ import pytest
 
 from pyusttest.asyncio_tasks import read_tasks
 from pyusttest.environment import PYTHON, python_version
-from pyusttest.run import run_plain, run_pyust
+from pyusttest.run import run_hooked, run_plain, run_pyust
 from pyusttest.traces import read_trace
 from test_asyncio import THREE_TASKS, THREE_TASKS_OUTPUT
 
@@ -638,3 +638,33 @@ def test_await_chains_agree_with_capture_call_graph(make_program, tmp_path, kind
         _check_graph(tasks, graph, sample.stack, sample.index, own)
     # The task group's child, a's and b's (gathered), waits_on()'s: awaited whenever sampled.
     assert sum(bool(g["awaited_by"]) for g in graphs) >= 9
+
+
+# ------------------------------------------------------------------ programs without asyncio
+
+
+def test_a_program_without_asyncio_does_not_get_it_imported(session, make_program):
+    """A coroutine driven by hand has steps (python:task_step, python:task_end) under a key no
+    python:task names, and pyust does not import asyncio into the program to tell how it
+    ended: the program's modules are its own."""
+    program = make_program("""\
+        import sys
+
+
+        async def step():
+            raise ValueError("done")
+
+
+        coroutine = step()
+        try:
+            coroutine.send(None)
+        except ValueError:
+            pass
+        print(sorted(name for name in sys.modules if name.startswith("asyncio")))
+        """)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[]\n"
+    tasks = read_tasks(session.read())
+    step = next(t for t in tasks.tasks if "__main__:step" in t.calls)
+    assert (step.name, step.end, len(step.steps)) == (None, "error", 1)
