@@ -31,9 +31,8 @@
 #if PY_VERSION_HEX >= 0x030E0000
 #include "internal/pycore_genobject.h"
 #include "internal/pycore_interpframe.h"
-#else
-#include "internal/pycore_frame.h"
 #endif
+#include "internal/pycore_frame.h"
 #undef Py_BUILD_CORE
 #pragma GCC diagnostic pop
 
@@ -262,6 +261,18 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
     return result;
 }
 
+// Whether a generator's frame state, once its evaluation returned a value, is a suspension (a
+// yield): 3.11 to 3.13 put the suspended states (and created) before FRAME_EXECUTING; 3.15
+// renumbered them all after FRAME_CREATED (0), and 3.14 has the macro 3.15 keeps.
+constexpr bool is_suspended(int state) noexcept
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    return FRAME_STATE_SUSPENDED(state);
+#else
+    return state < FRAME_EXECUTING;
+#endif
+}
+
 // evaluate_as() for code that plays a part in asyncio's tasks (k_asyncio): a task's step around
 // a root frame (recorded whatever the filter says), which ends it when the frame yields (the
 // task suspends on what it yielded) or finishes; a traced coroutine frame's yield (an async
@@ -291,11 +302,9 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
         s_state.emitter->call(info);
     }
     PyObject* result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
-    // The generator outlives its frame's evaluation (whoever resumed it holds it). Its states
-    // before FRAME_EXECUTING (0) are the suspended ones (and created), from 3.11 to 3.14, whose
-    // enum 3.14 moved to a header this file does not include.
+    // The generator outlives its frame's evaluation (whoever resumed it holds it).
     const bool is_yield = generator != nullptr && result != nullptr &&
-                          reinterpret_cast<PyGenObject*>(generator)->gi_frame_state < 0;
+                          is_suspended(reinterpret_cast<PyGenObject*>(generator)->gi_frame_state);
     if (s_epoch == epoch) {
         if (is_announcer)
             --s_announcer_depth;
