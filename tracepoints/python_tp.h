@@ -189,14 +189,20 @@ LTTNG_UST_TRACEPOINT_EVENT(python, lost_start,
 /*
  * python:task - an asyncio task appears (issue 29; a prototype: fields may
  * change). Emitted when the event loop's create_task (asyncio.base_events'
- * BaseEventLoop.create_task) returns it, and again when asyncio.create_task,
- * which names the task only then, returns it with another name: the last
- * python:task of a key before the task's first step names it.
+ * BaseEventLoop.create_task) returns it, and again when asyncio.create_task
+ * or (3.11, 3.12) TaskGroup.create_task, which name the task only then,
+ * return it with another name: the last python:task of a key before the
+ * task's second step (or its end) names it. A task whose first step comes
+ * before create_task returned it (an eager task, 3.12+) or that no
+ * create_task made (asyncio.Task() called directly) is named just before
+ * that step's python:task_step.
  *   task    the task's key: the address of its coroutine object, what every
  *           python:task_step of the task carries (unique among the tasks
  *           alive at a time: a key seen again after its task ended is
  *           another task's)
  *   parent  the key of the task whose step created it, 0 outside any task
+ *           (for a task no create_task made: the step its first step ran
+ *           in, an eager start's creator, else 0)
  *   name    Task.get_name()
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, task,
@@ -221,8 +227,10 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task,
  *               frame, outermost first) resume frames suspended by the
  *               task's previous step, not new calls; 0 on the task's first
  *               step. Counts the frames of coroutines (async def, and
- *               generators made coroutines by types.coroutine), not those
- *               of other generators or of async generators.
+ *               generators made coroutines by types.coroutine) and of
+ *               async generators suspended in an await of their body, not
+ *               those of other generators nor an async generator's frame
+ *               that its yield suspended.
  *   awaited     what the suspension that this step ends waited on: 0 none
  *               (the task's first step), 1 a bare yield (asyncio.sleep(0)),
  *               2 a future (asyncio.sleep(d), I/O, any awaitable that is not
@@ -241,12 +249,13 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
 
 /*
  * python:task_end - a task's coroutine finished: its root frame returned or
- * raised for good (emitted just after that frame's python:return). The key
- * may name another task from then on.
+ * raised for good (emitted just after that frame's python:return; on 3.10
+ * and 3.11's profile function back end, when a root raised, at the return of
+ * the frame that ran the step: Handle._run, the pure-Python Task's __step).
+ * The key may name another task from then on.
  *   task   the task's key (python:task)
  *   state  0 returned, 1 raised an exception, 2 was cancelled (raised
- *          asyncio.CancelledError; on 3.10, where a profile function does not
- *          see the exception, 1)
+ *          asyncio.CancelledError)
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, task_end,
     LTTNG_UST_TP_ARGS(uint64_t, task, uint8_t, state),

@@ -31,9 +31,8 @@
 #if PY_VERSION_HEX >= 0x030E0000
 #include "internal/pycore_genobject.h"
 #include "internal/pycore_interpframe.h"
-#else
-#include "internal/pycore_frame.h"
 #endif
+#include "internal/pycore_frame.h"
 #undef Py_BUILD_CORE
 #pragma GCC diagnostic pop
 
@@ -262,23 +261,37 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
     return result;
 }
 
+// Whether a generator's frame state, once its evaluation returned a value, is a suspension (a
+// yield): 3.11 to 3.13 put the suspended states (and created) before FRAME_EXECUTING; 3.15
+// renumbered them all after FRAME_CREATED (0), and 3.14 has the macro 3.15 keeps.
+constexpr bool is_suspended(int state) noexcept
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    return FRAME_STATE_SUSPENDED(state);
+#else
+    return state < FRAME_EXECUTING;
+#endif
+}
+
 // evaluate_as() for code that plays a part in asyncio's tasks (k_asyncio): a task's step around
 // a root frame (recorded whatever the filter says), which ends it when the frame yields (the
-// task suspends on what it yielded) or finishes; a traced coroutine frame's yield is one more
-// frame the task's next step resumes; a factory's new task.
+// task suspends on what it yielded) or finishes; a traced coroutine frame's yield (an async
+// generator's in an await) is one more frame the task's next step resumes; a factory's new
+// task.
 [[gnu::noinline]] PyObject* evaluate_asyncio(PyThreadState* tstate, _PyInterpreterFrame* frame,
                                              int throwflag, CodeInfo& info, std::uint64_t epoch,
                                              bool is_announcer)
 {
     const bool is_traced = (info.trace & k_traced) != 0;
     PyObject* generator = nullptr;
-    if (info.is_coroutine && frame->owner == FRAME_OWNED_BY_GENERATOR)
+    if ((info.is_coroutine || info.is_async_generator) && frame->owner == FRAME_OWNED_BY_GENERATOR)
 #if PY_VERSION_HEX >= 0x030E0000
         generator = reinterpret_cast<PyObject*>(_PyGen_GetGeneratorFromFrame(frame));
 #else
         generator = reinterpret_cast<PyObject*>(_PyFrame_GetGenerator(frame));
 #endif
-    const void* root = generator != nullptr ? root_coroutine(tstate, frame) : nullptr;
+    const void* root =
+        generator != nullptr && info.is_coroutine ? root_coroutine(tstate, frame) : nullptr;
     tasks::Outer outer;
     if (is_traced || root != nullptr) {
         check_session();
@@ -290,9 +303,8 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
     }
     PyObject* result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     // The generator outlives its frame's evaluation (whoever resumed it holds it).
-    const bool is_yield =
-        generator != nullptr && result != nullptr &&
-        reinterpret_cast<PyGenObject*>(generator)->gi_frame_state < FRAME_EXECUTING;
+    const bool is_yield = generator != nullptr && result != nullptr &&
+                          is_suspended(reinterpret_cast<PyGenObject*>(generator)->gi_frame_state);
     if (s_epoch == epoch) {
         if (is_announcer)
             --s_announcer_depth;
@@ -304,7 +316,7 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
                                : is_yield        ? tasks::End::yielded
                                                  : tasks::End::returned;
         tasks::leave_step(outer, root, end, is_yield ? result : nullptr);
-    } else if (is_yield && is_traced) {
+    } else if (is_yield && is_traced && (info.is_coroutine || !tasks::is_async_yield(result))) {
         tasks::on_yield();
     }
     if (info.is_task_factory && result != nullptr)

@@ -265,9 +265,9 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
 
 // The end of a frame (value: PY_RETURN's or PY_YIELD's value, PY_UNWIND's exception) of code
 // that plays a part in asyncio's tasks (k_asyncio): a task's step ends at its root's return,
-// which suspends the task (a yield) or ends it; a traced coroutine frame's yield is one more
-// frame the task's next step resumes; a factory hands over its new task, traced or not (it
-// never answers DISABLE, nor does a coroutine's code).
+// which suspends the task (a yield) or ends it; a traced coroutine frame's yield (an async
+// generator's in an await) is one more frame the task's next step resumes; a factory hands over its
+// new task, traced or not (it never answers DISABLE, nor does a coroutine's code).
 [[gnu::noinline]] PyObject* on_asyncio_exit(const CodeInfo& info, PyObject* value,
                                             Exit exit) noexcept
 {
@@ -285,7 +285,8 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
                                : exit == Exit::yield ? tasks::End::yielded
                                                      : tasks::End::returned;
         tasks::leave_step(root.outer, root.coroutine, end, exit == Exit::ret ? nullptr : value);
-    } else if (exit == Exit::yield && info.is_coroutine) {
+    } else if (exit == Exit::yield &&
+               (info.is_coroutine || (info.is_async_generator && !tasks::is_async_yield(value)))) {
         tasks::on_yield();
     }
     return none();

@@ -124,25 +124,42 @@ bool has_yielded(PyFrameObject* frame) noexcept
     s_state.emitter->call(info);
 }
 
+// The frame that called a root frame when it is a step runner's (tasks::Role::step_runner),
+// else nullptr: a task whose root raised ends when that frame returns.
+const void* step_runner_of(PyFrameObject* root) noexcept
+{
+    PyFrameObject* caller = PyFrame_GetBack(root);
+    if (caller == nullptr)
+        return nullptr;
+    const CodeInfo* info = info_for_frame(caller);
+    Py_DECREF(caller); // the caller outlives its callee's return
+    return info != nullptr && info->is_step_runner ? caller : nullptr;
+}
+
 // The return of code that plays a part in asyncio's tasks (value: what it returned or yielded,
 // nullptr when it raised): a task's step ends at its root's return, which suspends the task
-// (a yield) or ends it; a traced coroutine frame's yield is one more frame the task's next step
-// resumes; a factory hands over its new task.
+// (a yield) or ends it; a traced coroutine frame's yield (an async generator's in an await) is
+// one more frame the task's next step resumes; a factory hands over its new task; a step runner
+// ends a task whose root raised.
 [[gnu::noinline]] void on_asyncio_return(PyFrameObject* frame, const CodeInfo& info, bool is_unwind,
                                          PyObject* value) noexcept
 {
+    if (info.is_step_runner)
+        tasks::on_runner_return(frame);
     const bool is_traced = (info.trace & k_traced) != 0;
     const bool is_root = t_root_count > 0 && t_roots[t_root_count - 1].frame == frame;
     if (is_traced || is_root)
         s_state.emitter->ret(info, is_unwind);
-    const bool is_yield = info.is_coroutine && !is_unwind && has_yielded(frame);
+    const bool is_yield =
+        (info.is_coroutine || info.is_async_generator) && !is_unwind && has_yielded(frame);
     if (is_root) {
         const OpenRoot& root = t_roots[--t_root_count];
         const tasks::End end = is_unwind  ? tasks::End::raised
                                : is_yield ? tasks::End::yielded
                                           : tasks::End::returned;
-        tasks::leave_step(root.outer, root.coroutine, end, is_yield ? value : nullptr);
-    } else if (is_yield && is_traced) {
+        tasks::leave_step(root.outer, root.coroutine, end, is_yield ? value : nullptr,
+                          is_unwind ? step_runner_of(frame) : nullptr);
+    } else if (is_yield && is_traced && (info.is_coroutine || !tasks::is_async_yield(value))) {
         tasks::on_yield();
     }
     if (info.is_task_factory && !is_unwind)

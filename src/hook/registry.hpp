@@ -52,6 +52,9 @@ struct CodeInfo {
     // create_task), and an async def's code (CO_COROUTINE), whose frame may be a task's root.
     bool is_task_factory = false;
     bool is_coroutine = false;
+    // An async generator's frame may be part of a task's await chain (an await in its body).
+    bool is_async_generator = false;
+    bool is_step_runner = false; // runs a task's step (tasks::Role::step_runner)
     // The generation in which python:code registered it as a task's root frame, which is
     // recorded even when the filter leaves its code out (0: never).
     std::uint32_t root_generation = 0;

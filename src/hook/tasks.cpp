@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "hook/state.hpp"
 
@@ -41,6 +42,10 @@ enum Awaited : std::uint8_t { k_none, k_yield, k_future, k_task, k_gather };
 std::unordered_map<std::uint64_t, Suspension>& s_suspended =
     *new std::unordered_map<std::uint64_t, Suspension>;
 
+// The tasks that python:task named before their first step, by key (the others are named at
+// their first step); a key goes at the task's first step, else at its end.
+std::unordered_set<std::uint64_t>& s_named = *new std::unordered_set<std::uint64_t>;
+
 // asyncio's Task types (the C one and the pure-Python one) and CancelledError, read from
 // asyncio.tasks and asyncio.exceptions once they are imported (strong references).
 struct AsyncioTypes {
@@ -52,20 +57,42 @@ struct AsyncioTypes {
 };
 AsyncioTypes s_types;
 
+// The module that sys.modules holds under name (a new reference), else nullptr.
+PyObject* imported(const char* name) noexcept
+{
+    PyObject* key = PyUnicode_FromString(name);
+    PyObject* module = key != nullptr ? PyImport_GetModule(key) : nullptr;
+    Py_XDECREF(key);
+    return module;
+}
+
 const AsyncioTypes& asyncio_types() noexcept
 {
     if (s_types.is_read)
         return s_types;
+    // Looked up, never imported: a program that has not imported asyncio has no asyncio task
+    // (a coroutine it drives by hand has steps, see enter_step()), and importing it from a
+    // hook would run asyncio's import in the middle of the program's code.
     compat::SavedError saved;
-    PyObject* tasks = PyImport_ImportModuleLevel("asyncio.tasks", nullptr, nullptr, nullptr, 0);
-    PyObject* exceptions =
-        PyImport_ImportModuleLevel("asyncio.exceptions", nullptr, nullptr, nullptr, 0);
+    PyObject* tasks = imported("asyncio.tasks");
+    PyObject* exceptions = imported("asyncio.exceptions");
     if (tasks != nullptr && exceptions != nullptr) {
-        s_types.task = PyObject_GetAttrString(tasks, "Task");
-        s_types.py_task = PyObject_GetAttrString(tasks, "_PyTask");
-        s_types.cancelled = PyObject_GetAttrString(exceptions, "CancelledError");
-        s_types.current_task = PyObject_GetAttrString(tasks, "current_task");
-        s_types.is_read = true;
+        AsyncioTypes read;
+        read.task = PyObject_GetAttrString(tasks, "Task");
+        read.py_task = PyObject_GetAttrString(tasks, "_PyTask");
+        read.cancelled = PyObject_GetAttrString(exceptions, "CancelledError");
+        read.current_task = PyObject_GetAttrString(tasks, "current_task");
+        // Modules still being imported lack their names yet: read them again later.
+        read.is_read =
+            read.task != nullptr && read.cancelled != nullptr && read.current_task != nullptr;
+        if (read.is_read) {
+            s_types = read;
+        } else {
+            Py_XDECREF(read.task);
+            Py_XDECREF(read.py_task);
+            Py_XDECREF(read.cancelled);
+            Py_XDECREF(read.current_task);
+        }
     }
     Py_XDECREF(tasks);
     Py_XDECREF(exceptions);
@@ -136,6 +163,97 @@ bool is_cancelled(PyObject* exception) noexcept
     return is_cancelling;
 }
 
+// A task whose root frame raised an exception the back end did not see (a profile function's
+// return event has none): its python:task_end waits for the return of the step runner's frame,
+// when the task's own state tells a cancellation from an error. Steps do not nest where this
+// happens (3.10, 3.11: no eager tasks), so a thread has one at a time.
+struct DeferredEnd {
+    std::uint64_t key = 0;
+    PyObject* task = nullptr; // strong
+    const void* runner = nullptr;
+};
+thread_local DeferredEnd t_deferred __attribute__((tls_model("initial-exec")));
+
+void end_deferred() noexcept
+{
+    const DeferredEnd deferred = t_deferred;
+    t_deferred = DeferredEnd{};
+    if (deferred.task == nullptr)
+        return;
+    compat::SavedError saved;
+    std::uint8_t state = 1;
+    if (PyObject* cancelled = PyObject_CallMethod(deferred.task, "cancelled", nullptr)) {
+        state = PyObject_IsTrue(cancelled) == 1 ? 2 : 1;
+        Py_DECREF(cancelled);
+    }
+    PyErr_Clear();
+    Py_DECREF(deferred.task);
+    s_state.emitter->task_end(deferred.key, state);
+}
+
+// Defers the end of the current task (key) to runner's return; false when there is no current
+// task to ask then.
+bool defer_end(std::uint64_t key, const void* runner) noexcept
+{
+    const AsyncioTypes& types = asyncio_types();
+    if (types.current_task == nullptr)
+        return false;
+    end_deferred();
+    compat::SavedError saved;
+    PyObject* task = PyObject_CallNoArgs(types.current_task);
+    PyErr_Clear();
+    if (task == nullptr || task == Py_None) {
+        Py_XDECREF(task);
+        return false;
+    }
+    t_deferred = DeferredEnd{key, task, runner};
+    return true;
+}
+
+// python:task for task, whose coroutine's address is key, created in the step of parent (a
+// key, 0 outside any task), unless it is the task this thread named last, under that name.
+void name_task(PyObject* task, std::uint64_t key, std::uint64_t parent) noexcept
+{
+    PyObject* name = PyObject_CallMethod(task, "get_name", nullptr);
+    const char* text = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
+    const bool is_named = key == t_last_named && name != nullptr && t_last_name != nullptr &&
+                          PyObject_RichCompareBool(name, t_last_name, Py_EQ) == 1;
+    if (!is_named) {
+        s_state.emitter->task(key, parent, text != nullptr ? text : "?");
+        t_last_named = key;
+        Py_XINCREF(name);
+        Py_XSETREF(t_last_name, name);
+        try {
+            s_named.insert(key);
+        } catch (...) { // out of memory: its first step names it again
+        }
+    }
+    Py_XDECREF(name);
+}
+
+// The first step of the coroutine (the key's first since its task, if any, ended): python:task
+// for the current task when it runs that coroutine and no create_task named it (asyncio.Task()
+// constructed directly, as aiohttp does with eager_start on 3.12+), created by parent's step
+// (the step an eager start nests in; 0 for a first step that the event loop runs).
+void name_at_first_step(const void* coroutine, std::uint64_t parent) noexcept
+{
+    if (s_named.erase(key_of(coroutine)) > 0)
+        return;
+    const AsyncioTypes& types = asyncio_types();
+    if (types.current_task == nullptr)
+        return;
+    compat::SavedError saved;
+    PyObject* task = PyObject_CallNoArgs(types.current_task);
+    PyObject* running = task != nullptr && task != Py_None
+                            ? PyObject_CallMethod(task, "get_coro", nullptr)
+                            : nullptr;
+    if (running == coroutine)
+        name_task(task, key_of(coroutine), parent);
+    Py_XDECREF(running);
+    Py_XDECREF(task);
+    PyErr_Clear();
+}
+
 } // namespace
 
 namespace detail {
@@ -149,6 +267,15 @@ Role role_of(const std::string& module, const std::string& qualname) noexcept
         return Role::factory;
     if (module == "asyncio.tasks" && qualname == "create_task")
         return Role::factory;
+    // 3.11 and 3.12 name a task group's task after the loop's create_task returned it.
+    if (module == "asyncio.taskgroups" && qualname == "TaskGroup.create_task")
+        return Role::factory;
+#if PY_VERSION_HEX < 0x030C0000
+    if (module == "asyncio.events" && (qualname == "Handle._run" || qualname == "_run"))
+        return Role::step_runner;
+    if (module == "asyncio.tasks" && (qualname == "Task.__step" || qualname == "__step"))
+        return Role::step_runner;
+#endif
     return Role::none;
 }
 
@@ -160,11 +287,14 @@ Outer enter_step(const void* coroutine) noexcept
     Suspension last;
     if (const auto found = s_suspended.find(t_current); found != s_suspended.end())
         last = found->second;
+    else
+        name_at_first_step(coroutine, outer.task);
     s_state.emitter->task_step(t_current, last.resumed, last.awaited, last.awaited_id);
     return outer;
 }
 
-void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* value) noexcept
+void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* value,
+                const void* runner) noexcept
 {
     const std::uint64_t key = key_of(coroutine);
     if (end == End::yielded) {
@@ -176,10 +306,28 @@ void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* va
         }
     } else {
         s_suspended.erase(key);
-        s_state.emitter->task_end(key, end == End::raised ? (is_cancelled(value) ? 2 : 1) : 0);
+        s_named.erase(key);
+        const bool is_deferred = end == End::raised && value == nullptr && runner != nullptr &&
+                                 PyErr_Occurred() == nullptr && defer_end(key, runner);
+        if (!is_deferred)
+            s_state.emitter->task_end(key, end == End::raised ? (is_cancelled(value) ? 2 : 1) : 0);
     }
     t_current = outer.task;
     detail::t_yields = outer.yields;
+}
+
+bool is_async_yield(PyObject* value) noexcept
+{
+    // Every version since 3.6 wraps an async generator's items in this private type, which
+    // the generator's asend() unwraps.
+    return value != nullptr &&
+           std::strcmp(Py_TYPE(value)->tp_name, "async_generator_wrapped_value") == 0;
+}
+
+void on_runner_return(const void* frame) noexcept
+{
+    if (t_deferred.runner == frame && frame != nullptr)
+        end_deferred();
 }
 
 void on_factory_return(PyObject* result) noexcept
@@ -187,21 +335,10 @@ void on_factory_return(PyObject* result) noexcept
     if (!s_state.is_active || result == Py_None)
         return;
     compat::SavedError saved;
-    PyObject* coroutine = PyObject_CallMethod(result, "get_coro", nullptr);
-    PyObject* name =
-        coroutine != nullptr ? PyObject_CallMethod(result, "get_name", nullptr) : nullptr;
-    const std::uint64_t key = coroutine != nullptr ? key_of(coroutine) : 0;
-    const char* text = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
-    const bool is_named = key == t_last_named && name != nullptr && t_last_name != nullptr &&
-                          PyObject_RichCompareBool(name, t_last_name, Py_EQ) == 1;
-    if (key != 0 && !is_named) {
-        s_state.emitter->task(key, t_current, text != nullptr ? text : "?");
-        t_last_named = key;
-        Py_XINCREF(name);
-        Py_XSETREF(t_last_name, name);
+    if (PyObject* coroutine = PyObject_CallMethod(result, "get_coro", nullptr)) {
+        name_task(result, key_of(coroutine), t_current);
+        Py_DECREF(coroutine);
     }
-    Py_XDECREF(name);
-    Py_XDECREF(coroutine);
     PyErr_Clear();
 }
 

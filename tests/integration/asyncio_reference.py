@@ -22,9 +22,14 @@ task, its call stack (innermost first) and what awaits it, recursively.
 
 Without --json, a table goes to stderr; with it, FILE gets
     {"version": [3, 13], "tasks": [{"name": ..., "id": ..., "calls": {...}}, ...],
-     "graphs": [{"at": NAME, "task": ..., "stack": [...], "awaited_by": [...]}, ...]}
+     "graphs": [{"at": NAME, "task": ..., "stack": [...], "awaited_by": [...]}, ...],
+     "generators": [...]}
 Tasks come in the order their first call came; "id" is the order a task was
-first seen in (0, 1, ...), the task "-" has id -1.
+first seen in (0, 1, ...), the task "-" has id -1. "generators" lists the
+functions counted that are generators or async generators (not coroutines):
+their resumptions by next(), send() or an `async for` are not counted here,
+while a trace, whose python:call events do not tell a generator's resumption
+from a call, has each of them.
 
 The program runs slower (a Python call per event) and keeps every task object
 alive until it ends (so that no two tasks share an id()): a reference for
@@ -39,6 +44,8 @@ import runpy
 import sys
 
 GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable and async gen
+PLAIN_GENERATOR_FLAGS = 0x20 | 0x200  # generator, async generator
+COROUTINE_FLAGS = 0x80 | 0x100  # coroutine, iterable coroutine (types.coroutine)
 
 
 def _qualname(code) -> str:
@@ -69,6 +76,7 @@ class Recorder:
         self.tasks: dict = {}  # id(task) -> record; the task is kept alive in it
         self.outside = {"name": None, "id": -1, "calls": {}}
         self.graphs: list = []
+        self.generators: set = set()  # labels of generators and async generators counted
         # Frames of generators and coroutines that suspended: their next "call" is a resumption.
         self._suspended: dict = {}
 
@@ -108,6 +116,9 @@ class Recorder:
         label = _label(frame)
         if not self._modules or _is_selected(label.split(":", 1)[0], self._modules):
             calls[label] = calls.get(label, 0) + 1
+            flags = frame.f_code.co_flags
+            if flags & PLAIN_GENERATOR_FLAGS and not flags & COROUTINE_FLAGS:
+                self.generators.add(label)
         if task is not None and self._can_graph and _qualname(frame.f_code) in self._graph_at:
             self.graphs.append(self.graph(frame, task))
 
@@ -122,7 +133,7 @@ class Recorder:
         tasks = [{**{k: v for k, v in r.items() if k != "task"}, "name": _future_name(r["task"])}
                  for r in self.tasks.values()]
         return {"version": list(sys.version_info[:2]), "tasks": [self.outside, *tasks],
-                "graphs": self.graphs}
+                "graphs": self.graphs, "generators": sorted(self.generators)}
 
 
 def _is_selected(module: str, prefixes: tuple) -> bool:
