@@ -57,9 +57,10 @@ const AsyncioTypes& asyncio_types() noexcept
     if (s_types.is_read)
         return s_types;
     compat::SavedError saved;
-    PyObject* tasks = PyImport_ImportModuleLevel("asyncio.tasks", nullptr, nullptr, nullptr, 0);
-    PyObject* exceptions =
-        PyImport_ImportModuleLevel("asyncio.exceptions", nullptr, nullptr, nullptr, 0);
+    // The submodules themselves (PyImport_ImportModuleLevel would give the package, which
+    // does not export _PyTask).
+    PyObject* tasks = PyImport_ImportModule("asyncio.tasks");
+    PyObject* exceptions = PyImport_ImportModule("asyncio.exceptions");
     if (tasks != nullptr && exceptions != nullptr) {
         s_types.task = PyObject_GetAttrString(tasks, "Task");
         s_types.py_task = PyObject_GetAttrString(tasks, "_PyTask");

@@ -272,3 +272,50 @@ def test_task_end_says_returned_raised_or_cancelled(session, make_program):
     assert main["end"] == 0
     calls = {trace.codes[e["fields"]["id"]]["qualname"] for e in trace.of("python:call")}
     assert calls >= {"main", "fails", "waits"} and "<module>" not in calls
+
+
+# parent() creates child() as a task and awaits the task itself, once with asyncio's C Task and
+# once with the pure-Python one (a task factory making asyncio.tasks._PyTask).
+AWAITS_A_TASK = """\
+import asyncio
+
+
+async def child():
+    await asyncio.sleep(0)
+    return 1
+
+
+async def parent(kind):
+    return await asyncio.create_task(child(), name=f"child-{kind}")
+
+
+def python_tasks(loop, coro, **kwargs):
+    return asyncio.tasks._PyTask(coro, loop=loop, **kwargs)
+
+
+async def main():
+    await asyncio.create_task(parent("c"), name="parent-c")
+    asyncio.get_running_loop().set_task_factory(python_tasks)
+    await asyncio.create_task(parent("py"), name="parent-py")
+    print("done")
+
+
+asyncio.run(main())
+"""
+
+
+def test_a_task_awaiting_a_task_says_which(session, make_program):
+    """A task that awaits another task (the C Task, then the pure-Python one) suspends on it:
+    its next step says awaited 3 and the awaited task's key, the one its python:task gave."""
+    program = make_program(AWAITS_A_TASK)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n"
+    trace = session.read()
+    keys = {e["fields"]["name"]: e["fields"]["task"] for e in trace.of("python:task")}
+    tasks = _step_events(trace, program)
+    for kind in ("c", "py"):
+        steps = tasks[f"parent-{kind}"]["steps"]
+        assert [(s["awaited"], s["awaited_id"]) for s in steps] == \
+            [(0, 0), (3, keys[f"child-{kind}"])], kind
+        assert tasks[f"child-{kind}"]["end"] == 0
