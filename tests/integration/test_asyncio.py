@@ -258,14 +258,16 @@ def test_task_end_says_returned_raised_or_cancelled(session, make_program):
     """python:task_end: 1 for a task whose coroutine raised, 2 for one cancelled, 0 for main's
     (which returned); the sleep(0) before the raise is a bare yield (awaited 1). The roots
     are recorded whatever --modules says: a filter that names no module of the program still
-    has each task's root frame called and returned."""
+    has each task's root frame called and returned. (3.10's profile function does not see the
+    exception: there the cancelled task shows as raised, 1, as pyust-events(7) says.)"""
     program = make_program(ENDINGS)
     result = run_hooked([program], flags=["--modules", "no_such_module"])
     assert result.returncode == 0, result.stderr
     assert result.stdout == "['ValueError', 'CancelledError']\n"
     trace = session.read()
     tasks = _step_events(trace, program)
-    assert (tasks["fails"]["end"], tasks["waits"]["end"]) == (1, 2)
+    cancelled = 1 if python_version(PYTHON) < (3, 11) else 2
+    assert (tasks["fails"]["end"], tasks["waits"]["end"]) == (1, cancelled)
     assert [s["awaited"] for s in tasks["fails"]["steps"]] == [0, 1]
     assert [s["calls"] for s in tasks["fails"]["steps"]] == [["fails"], ["fails"]]
     main = next(t for t in tasks.values() if t["steps"][0]["calls"] == ["main"])
