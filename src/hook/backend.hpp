@@ -59,7 +59,20 @@ const void* innermost_frame() noexcept;
 
 // When the calling thread's innermost frame is a coroutine's (a sys.monitoring PY_START or
 // PY_RESUME) that an asyncio task's step resumes (tasks.hpp: its caller does not await it),
-// its coroutine object; else nullptr. Precondition: k_reads_frames_in_place. noexcept.
-const void* innermost_root_coroutine() noexcept;
+// its coroutine object, and frame that frame (as innermost_frame() has it); else nullptr.
+// Precondition: k_reads_frames_in_place. noexcept.
+const void* innermost_root_coroutine(const void*& frame) noexcept;
+
+#if PYUST_HAS_PER_THREAD_SETTERS
+// The setprofile back end's asyncio tests of a coroutine's frame object, read in place where
+// k_reads_frames_in_place (3.11; 3.10 has the fields public), as the frame-evaluation back end
+// reads frames. Precondition: k_reads_frames_in_place. noexcept.
+// - When the frame, which starts or resumes (PyTrace_CALL), is an asyncio task's root (its
+//   caller does not await it), its coroutine object; else nullptr.
+const void* root_coroutine_of(PyFrameObject* frame) noexcept;
+// - Whether the frame, which returns to the profile function (PyTrace_RETURN), yielded (it is
+//   suspended) rather than returned for good.
+bool has_yielded(PyFrameObject* frame) noexcept;
+#endif
 
 } // namespace pyust::hook::backend

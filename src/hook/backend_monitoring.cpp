@@ -178,34 +178,39 @@ bool is_python_callable(PyObject* callable) noexcept
 }
 
 // The roots of asyncio task steps open on this thread (tasks.hpp), innermost last: each
-// frame (backend::innermost_frame()), its coroutine, and the step it nests in. An eager task's
-// first step nests in its creator's; past k_max_roots nested steps, the deeper ones go
-// unannounced.
+// frame (backend::innermost_frame()), its code's info, its coroutine, and its step
+// (tasks::enter_step()). An eager task's first step nests in its creator's; past k_max_roots
+// nested steps, the deeper ones go unannounced.
 struct OpenRoot {
     const void* frame;
+    const CodeInfo* info;
     const void* coroutine;
-    tasks::Outer outer;
+    tasks::Step step;
 };
 constexpr int k_max_roots = 16;
 thread_local OpenRoot t_roots[k_max_roots] __attribute__((tls_model("initial-exec")));
 thread_local int t_root_count __attribute__((tls_model("initial-exec"))) = 0;
 
 // When the innermost frame, a coroutine's that starts or resumes, is a task's root, its
-// coroutine; else nullptr.
-const void* innermost_root() noexcept
+// coroutine, and frame that frame; else nullptr.
+const void* innermost_root(const void*& frame) noexcept
 {
 #if PYUST_HAS_EVAL_BACKEND
-    return t_root_count < k_max_roots ? backend::innermost_root_coroutine() : nullptr;
+    return t_root_count < k_max_roots ? backend::innermost_root_coroutine(frame) : nullptr;
 #else
+    frame = nullptr;
     return nullptr;
 #endif
 }
 
-// Whether the innermost frame is the innermost open root.
-bool is_innermost_root() noexcept
+// Whether the innermost frame, which runs info's code, is the innermost open root. The frame is
+// read (through the thread state, which an extension reaches by a call) only when the code is
+// the root's.
+bool is_innermost_root(const CodeInfo& info) noexcept
 {
 #if PYUST_HAS_EVAL_BACKEND
-    return t_root_count > 0 && t_roots[t_root_count - 1].frame == backend::innermost_frame();
+    return t_root_count > 0 && t_roots[t_root_count - 1].info == &info &&
+           t_roots[t_root_count - 1].frame == backend::innermost_frame();
 #else
     return false;
 #endif
@@ -218,17 +223,15 @@ bool is_innermost_root() noexcept
                                              bool can_disable) noexcept
 {
     const bool is_traced = (info.trace & k_traced) != 0;
-    const void* coroutine = info.is_coroutine ? innermost_root() : nullptr;
+    const void* frame = nullptr;
+    const void* coroutine = info.is_coroutine ? innermost_root(frame) : nullptr;
     if (!is_traced && coroutine == nullptr)
         return can_disable && !info.is_coroutine ? disable() : none();
     ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
     check_session();
     if (coroutine != nullptr) {
         register_root(info);
-#if PYUST_HAS_EVAL_BACKEND
-        t_roots[t_root_count++] = {backend::innermost_frame(), coroutine,
-                                   tasks::enter_step(coroutine)};
-#endif
+        t_roots[t_root_count++] = {frame, &info, coroutine, tasks::enter_step(coroutine)};
     }
     s_state.emitter->call(info);
     return none();
@@ -274,7 +277,7 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
     if (info.is_task_factory && exit == Exit::ret && value != nullptr)
         tasks::on_factory_return(value);
     const bool is_traced = (info.trace & k_traced) != 0;
-    const bool is_root = info.is_coroutine && is_innermost_root();
+    const bool is_root = info.is_coroutine && is_innermost_root(info);
     if (!is_traced && !is_root)
         return none();
     ensure_thread(nullptr);
@@ -284,7 +287,7 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
         const tasks::End end = exit == Exit::unwind  ? tasks::End::raised
                                : exit == Exit::yield ? tasks::End::yielded
                                                      : tasks::End::returned;
-        tasks::leave_step(root.outer, root.coroutine, end, exit == Exit::ret ? nullptr : value);
+        tasks::leave_step(root.step, root.coroutine, end, exit == Exit::ret ? nullptr : value);
     } else if (exit == Exit::yield && info.is_coroutine) {
         tasks::on_yield();
     }

@@ -28,17 +28,22 @@ enum class Role : std::uint8_t {
 // The role of the code named module:qualname (qualname is co_name before 3.11). noexcept.
 Role role_of(const std::string& module, const std::string& qualname) noexcept;
 
-// What enter_step() saves of the step it nests in (an eager task's first step runs inside its
-// creator's), for leave_step().
-struct Outer {
-    std::uint64_t task = 0;
-    std::uint32_t yields = 0;
+struct Suspension;
+
+// What enter_step() hands to leave_step(): the step it nests in (an eager task's first step runs
+// inside its creator's), and where the task's suspension is kept (null: out of memory). Trivial
+// (no member initialisers), so that the back ends' thread-local arrays of open roots need no
+// per-thread construction, which a thread-local reaches through __tls_get_addr.
+struct Step {
+    std::uint64_t outer_task;
+    std::uint32_t outer_yields;
+    Suspension* suspension;
 };
 
 // A root coroutine frame of the coroutine object at coroutine starts or resumes: emits
 // python:task_step (with what the task's last suspension left: how many frames it resumes,
 // what it waited on) and makes it the calling thread's current task. noexcept.
-Outer enter_step(const void* coroutine) noexcept;
+Step enter_step(const void* coroutine) noexcept;
 
 // A traced coroutine frame other than a root yielded (suspended) during the step: one more
 // frame the task's next step resumes. noexcept.
@@ -49,16 +54,18 @@ enum class End : std::uint8_t { yielded, returned, raised };
 
 // The root frame of enter_step(coroutine) stopped: it yielded value (the task suspends on
 // it), or returned or raised (python:task_end; raised: the exception is the current one).
-// outer (enter_step()'s result) is the thread's step again. noexcept.
-void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* value) noexcept;
+// The step that step (enter_step()'s result) nests in is the thread's current one again.
+// noexcept.
+void leave_step(const Step& step, const void* coroutine, End end, PyObject* value) noexcept;
 
 // A factory (Role::factory) returned result: python:task for it, when it is a task (has
 // get_coro()) not named already by an inner factory's return. noexcept.
 void on_factory_return(PyObject* result) noexcept;
 
 namespace detail {
-// Frames that yielded during the thread's current step (on_yield()).
-extern thread_local std::uint32_t t_yields __attribute__((tls_model("initial-exec")));
+// Frames that yielded during the thread's current step (on_yield()). Defined here, constant
+// initialised: a thread-local defined in another file is reached through a wrapper function.
+inline thread_local std::uint32_t t_yields __attribute__((tls_model("initial-exec"))) = 0;
 } // namespace detail
 
 inline void on_yield() noexcept
