@@ -156,9 +156,10 @@ def test_each_task_frames_are_attributed_to_it(session, make_program, flags):
 
 
 def test_fast_mode_records_steps_in_batches(session, make_program):
-    """In the fast mode a task's steps are records of its thread's batches, not events of
-    their own: the trace as recorded has no python:task_step, and filter.pyust.expand gives
-    them back in place, each before its root frame's call, as the standard mode has them."""
+    """In the fast mode a task's steps and its end are records of its thread's batches, not
+    events of their own: the trace as recorded has no python:task_step or python:task_end, and
+    filter.pyust.expand gives them back in place, each step before its root frame's call, each
+    end after its last return, as the standard mode has them."""
     program = make_program(THREE_TASKS)
     result = run_hooked([program], flags=[] if FAST else ["--fast"])
     assert result.returncode == 0, result.stderr
@@ -166,8 +167,18 @@ def test_fast_mode_records_steps_in_batches(session, make_program):
     session.stop()
     recorded = read_trace(session.path, session.owner, expand=False)
     assert recorded.of("python:batch") and not recorded.of("python:task_step")
+    assert not recorded.of("python:task_end")
     assert len(recorded.of("python:task")) >= 4  # main, a, b, c (and asyncio.run's own)
-    tasks, calls = _steps(read_trace(session.path, session.owner, expand=True), program)
+    expanded = read_trace(session.path, session.owner, expand=True)
+    names: dict = {}  # a key's name when its task ends (keys are reused)
+    ends: dict = {}
+    for e in expanded.events:
+        if e["name"] == "python:task":
+            names[e["fields"]["task"]] = e["fields"]["name"]
+        elif e["name"] == "python:task_end":
+            ends[names.get(e["fields"]["task"])] = e["fields"]["state"]
+    assert ends["ctask"] == 0 and len(ends) >= 4
+    tasks, calls = _steps(expanded, program)
     assert sorted(counts.get("parse", 0) for counts in calls.values()) == [0, 0, 2, 3, 4]
     assert [calls[t]["parse"] for t in calls if t is not None and tasks[t]["name"] == "ctask"] == [2]
 
