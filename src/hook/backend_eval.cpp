@@ -575,23 +575,21 @@ bool innermost_runs(PyObject* code, PyObject*& globals) noexcept
     return frame != nullptr;
 }
 
-const void* innermost_frame() noexcept
+const void* innermost_frame(PyThreadState* tstate) noexcept
 {
-    _PyInterpreterFrame* frame = eval_frame::innermost_frame(PyThreadState_Get());
+    _PyInterpreterFrame* frame = eval_frame::innermost_frame(tstate);
     while (frame != nullptr && !eval_frame::is_complete(frame))
         frame = frame->previous;
     return frame;
 }
 
-const void* innermost_root_coroutine(const void*& frame) noexcept
+InnermostRoot innermost_root(PyThreadState* tstate) noexcept
 {
-    _PyInterpreterFrame* innermost = eval_frame::innermost_frame(PyThreadState_Get());
-    while (innermost != nullptr && !eval_frame::is_complete(innermost))
-        innermost = innermost->previous;
-    frame = innermost;
-    return innermost != nullptr && eval_frame::is_root(innermost->previous)
-               ? eval_frame::generator_of(innermost)
-               : nullptr;
+    _PyInterpreterFrame* frame = eval_frame::innermost_frame(tstate);
+    while (frame != nullptr && !eval_frame::is_complete(frame))
+        frame = frame->previous;
+    const bool is_root = frame != nullptr && eval_frame::is_root(frame->previous);
+    return {frame, is_root ? eval_frame::generator_of(frame) : nullptr};
 }
 
 #if PYUST_HAS_PER_THREAD_SETTERS
