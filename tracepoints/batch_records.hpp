@@ -38,9 +38,13 @@
 //   resumed     at most 2^32 - 1                       1 to 5 bytes
 //   awaited     at most k_max_awaited = 4              1 byte
 //   awaited_id                                         1 to 10 bytes
+// A task end (python:task_end, a task's coroutine finished) is the same with
+// code id 1 (k_task_end_id), and python:task_end's fields:
+//   task        the task's key                         1 to 10 bytes
+//   state       at most k_max_state = 2                1 byte
 //
-// A record thus takes 2 to k_max_record = 37 bytes (a task step: 6 to 37); the writer needs that
-// much room at out. A record's time is its record-clock reading (begin_tsc
+// A record thus takes 2 to k_max_record = 37 bytes (a task step: 6 to 37, a task end: 4 to 22);
+// the writer needs that much room at out. A record's time is its record-clock reading (begin_tsc
 // plus the advances so far) mapped to ns by the batch's two clock pairs (see
 // python:batch in python_tp.h).
 //
@@ -50,7 +54,8 @@
 // - a varint of more than 64 bits ("a varint exceeds 64 bits"): a 10th byte
 //   above 1;
 // - a near id above k_max_near_id, a line above k_max_line; a task step's
-//   resumed above 2^32 - 1 or awaited above k_max_awaited;
+//   resumed above 2^32 - 1 or awaited above k_max_awaited; a task end's
+//   state above k_max_state;
 // - advances whose sum passes 2^64 - 1 - begin_tsc (the record clock
 //   overflows);
 // - a batch whose records are not exactly count (a cut at a record's end).
@@ -72,6 +77,8 @@ constexpr std::uint64_t k_max_line = 0xffffffffu;
 constexpr unsigned k_max_varint = 10; // bytes of the largest varint (2^64 - 1)
 constexpr std::uint64_t k_task_step_id = 0; // the code id of a task step's record
 constexpr std::uint64_t k_max_awaited = 4;   // a task step's largest awaited
+constexpr std::uint64_t k_task_end_id = 1;  // the code id of a task end's record
+constexpr std::uint64_t k_max_state = 2;    // a task end's largest state
 
 // The bytes put_varint takes for value. noexcept.
 constexpr unsigned varint_width(std::uint64_t value) noexcept
@@ -90,6 +97,9 @@ constexpr std::uint32_t k_max_record = k_max_varint + varint_width(k_task_step_i
                                        k_max_varint + varint_width(0xffffffffu) +
                                        varint_width(k_max_awaited) + k_max_varint;
 static_assert(k_max_varint + k_max_varint + varint_width(k_max_line) <= k_max_record);
+static_assert(k_max_varint + varint_width(k_task_end_id) + k_max_varint +
+                  varint_width(k_max_state) <=
+              k_max_record);
 
 // A head's kind, far bit and advance. noexcept.
 constexpr Kind kind_of(std::uint64_t head) noexcept
@@ -100,10 +110,14 @@ constexpr bool is_far(std::uint64_t head) noexcept { return (head & k_far) != 0;
 constexpr std::uint64_t advance_of(std::uint64_t head) noexcept { return head >> k_advance_shift; }
 // Whether a record of kind has a line field. noexcept.
 constexpr bool has_line(Kind kind) noexcept { return kind == k_line; }
-// Whether a record of this head and (far, whole) id is a task step. noexcept.
+// Whether a record of this head and (far, whole) id is a task step, a task end. noexcept.
 constexpr bool is_task_step(std::uint64_t head, std::uint64_t id) noexcept
 {
     return kind_of(head) == k_line && is_far(head) && id == k_task_step_id;
+}
+constexpr bool is_task_end(std::uint64_t head, std::uint64_t id) noexcept
+{
+    return kind_of(head) == k_line && is_far(head) && id == k_task_end_id;
 }
 
 // The code id of a near record: the batch's id_high above the low half read.

@@ -252,7 +252,8 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
  * raised for good (emitted just after that frame's python:return; on 3.10
  * and 3.11's profile function back end, when a root raised, at the return of
  * the frame that ran the step: Handle._run, the pure-Python Task's __step).
- * The key may name another task from then on.
+ * The key may name another task from then on. In the fast mode, a record of
+ * python:batch (expanded into this event).
  *   task   the task's key (python:task)
  *   state  0 returned, 1 raised an exception, 2 was cancelled (raised
  *          asyncio.CancelledError)
@@ -264,11 +265,12 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task_end,
         lttng_ust_field_integer(uint8_t, state, state)))
 
 /*
- * python:batch - fast mode (`pyust run --fast`): many call, return, line and
- * task_step events of one thread in one LTTng event. pyust's babeltrace2
- * filter filter.pyust.expand turns each batch back into the python:call,
- * python:return, python:line and python:task_step events the standard mode
- * would have recorded, in time order.
+ * python:batch - fast mode (`pyust run --fast`): many call, return, line,
+ * task_step and task_end events of one thread in one LTTng event. pyust's
+ * babeltrace2 filter filter.pyust.expand turns each batch back into the
+ * python:call, python:return, python:line, python:task_step and
+ * python:task_end events the standard mode would have recorded, in time
+ * order.
  *   pid, tid   the process and thread that took the records (the batch may
  *              be written by another thread of the process: use these, not
  *              the vpid/vtid contexts)

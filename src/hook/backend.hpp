@@ -53,13 +53,31 @@ constexpr bool k_reads_frames_in_place = PYUST_HAS_EVAL_BACKEND;
 // (backend_eval.cpp defines it).
 bool innermost_runs(PyObject* code, PyObject*& globals) noexcept;
 
-// The calling thread's innermost frame (past its set-up), or nullptr: an opaque identity, stable
-// while the frame runs or is suspended. Precondition: k_reads_frames_in_place. noexcept.
-const void* innermost_frame() noexcept;
+// The innermost frame (past its set-up) of tstate, the calling thread's state, or nullptr: an
+// opaque identity, stable while the frame runs or is suspended. Precondition:
+// k_reads_frames_in_place. noexcept.
+const void* innermost_frame(PyThreadState* tstate) noexcept;
 
-// When the calling thread's innermost frame is a coroutine's (a sys.monitoring PY_START or
-// PY_RESUME) that an asyncio task's step resumes (tasks.hpp: its caller does not await it),
-// its coroutine object; else nullptr. Precondition: k_reads_frames_in_place. noexcept.
-const void* innermost_root_coroutine() noexcept;
+// The innermost frame of tstate, the calling thread's state (as innermost_frame() has it), and,
+// when that frame is a coroutine's (a sys.monitoring PY_START or PY_RESUME) that an asyncio
+// task's step resumes (tasks.hpp: its caller does not await it), its coroutine object; else
+// coroutine is nullptr. Precondition: k_reads_frames_in_place. noexcept.
+struct InnermostRoot {
+    const void* frame;
+    const void* coroutine;
+};
+InnermostRoot innermost_root(PyThreadState* tstate) noexcept;
+
+#if PYUST_HAS_PER_THREAD_SETTERS
+// The setprofile back end's asyncio tests of a coroutine's frame object, read in place where
+// k_reads_frames_in_place (3.11; 3.10 has the fields public), as the frame-evaluation back end
+// reads frames. Precondition: k_reads_frames_in_place. noexcept.
+// - When the frame, which starts or resumes (PyTrace_CALL), is an asyncio task's root (its
+//   caller does not await it), its coroutine object; else nullptr.
+const void* root_coroutine_of(PyFrameObject* frame) noexcept;
+// - Whether the frame, which returns to the profile function (PyTrace_RETURN), yielded (it is
+//   suspended) rather than returned for good.
+bool has_yielded(PyFrameObject* frame) noexcept;
+#endif
 
 } // namespace pyust::hook::backend

@@ -178,58 +178,80 @@ bool is_python_callable(PyObject* callable) noexcept
 }
 
 // The roots of asyncio task steps open on this thread (tasks.hpp), innermost last: each
-// frame (backend::innermost_frame()), its coroutine, and the step it nests in. An eager task's
-// first step nests in its creator's; past k_max_roots nested steps, the deeper ones go
-// unannounced.
+// frame (backend::innermost_frame()), its code's info, its coroutine, and its step
+// (tasks::enter_step()). An eager task's first step nests in its creator's; past k_max_roots
+// nested steps, the deeper ones go unannounced.
 struct OpenRoot {
     const void* frame;
+    const CodeInfo* info;
     const void* coroutine;
-    tasks::Outer outer;
+    tasks::Step step;
 };
 constexpr int k_max_roots = 16;
 thread_local OpenRoot t_roots[k_max_roots] __attribute__((tls_model("initial-exec")));
 thread_local int t_root_count __attribute__((tls_model("initial-exec"))) = 0;
 
-// When the innermost frame, a coroutine's that starts or resumes, is a task's root, its
-// coroutine; else nullptr.
-const void* innermost_root() noexcept
-{
-#if PYUST_HAS_EVAL_BACKEND
-    return t_root_count < k_max_roots ? backend::innermost_root_coroutine() : nullptr;
-#else
-    return nullptr;
-#endif
-}
+// The thread state of the thread's open steps, read at the first one's start: a step runs in
+// one thread state, alive until its root returns. The frames of every coroutine a step starts or
+// resumes are read from it, rather than through PyThreadState_Get(), a call into libpython that
+// reaches its thread-local through __tls_get_addr (some 40 instructions a coroutine).
+thread_local PyThreadState* t_step_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
-// Whether the innermost frame is the innermost open root.
-bool is_innermost_root() noexcept
+#if PYUST_HAS_EVAL_BACKEND
+inline PyThreadState* current_state() noexcept
+{
+    return t_root_count > 0 ? t_step_state : PyThreadState_Get();
+}
+#endif
+
+// Whether the innermost frame, which runs info's code, is the innermost open root. The frame is
+// read (through the thread state, which an extension reaches by a call) only when the code is
+// the root's.
+bool is_innermost_root(const CodeInfo& info) noexcept
 {
 #if PYUST_HAS_EVAL_BACKEND
-    return t_root_count > 0 && t_roots[t_root_count - 1].frame == backend::innermost_frame();
+    return t_root_count > 0 && t_roots[t_root_count - 1].info == &info &&
+           t_roots[t_root_count - 1].frame == backend::innermost_frame(t_step_state);
 #else
     return false;
 #endif
 }
 
-// on_enter() of code that plays a part in asyncio's tasks (k_asyncio): a task's step starts when
-// the frame is a root, whose call is recorded whatever the filter says. A coroutine's code never
-// answers DISABLE: any of its frames may be a root.
+// The start or resumption of a task's root frame (innermost: its frame and coroutine, read from
+// tstate): a step begins, and the frame's call is recorded whatever the filter says.
+[[gnu::noinline]] PyObject* on_root_enter(PyObject* const* args, CodeInfo& info,
+                                          const backend::InnermostRoot& innermost,
+                                          PyThreadState* tstate) noexcept
+{
+    ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
+    check_session();
+    register_root(info);
+    if (t_root_count == 0)
+        t_step_state = tstate;
+    t_roots[t_root_count++] = {innermost.frame, &info, innermost.coroutine,
+                               tasks::enter_step(innermost.coroutine)};
+    s_state.emitter->call(info);
+    return none();
+}
+
+// on_enter() of code that plays a part in asyncio's tasks (k_asyncio): a task's root takes
+// on_root_enter(); other frames are recorded as the filter says. A coroutine's code never answers
+// DISABLE: any of its frames may be a root.
 [[gnu::noinline]] PyObject* on_asyncio_enter(PyObject* const* args, CodeInfo& info,
                                              bool can_disable) noexcept
 {
-    const bool is_traced = (info.trace & k_traced) != 0;
-    const void* coroutine = info.is_coroutine ? innermost_root() : nullptr;
-    if (!is_traced && coroutine == nullptr)
+#if PYUST_HAS_EVAL_BACKEND
+    if (info.is_coroutine && t_root_count < k_max_roots) {
+        PyThreadState* tstate = current_state();
+        if (const backend::InnermostRoot innermost = backend::innermost_root(tstate);
+            innermost.coroutine != nullptr)
+            return on_root_enter(args, info, innermost, tstate);
+    }
+#endif
+    if ((info.trace & k_traced) == 0)
         return can_disable && !info.is_coroutine ? disable() : none();
     ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
     check_session();
-    if (coroutine != nullptr) {
-        register_root(info);
-#if PYUST_HAS_EVAL_BACKEND
-        t_roots[t_root_count++] = {backend::innermost_frame(), coroutine,
-                                   tasks::enter_step(coroutine)};
-#endif
-    }
     s_state.emitter->call(info);
     return none();
 }
@@ -263,31 +285,51 @@ PyObject* on_py_throw(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexce
 // How a frame stops running, as sys.monitoring tells it.
 enum class Exit : std::uint8_t { ret, yield, unwind };
 
-// The end of a frame (value: PY_RETURN's or PY_YIELD's value, PY_UNWIND's exception) of code
-// that plays a part in asyncio's tasks (k_asyncio): a task's step ends at its root's return,
-// which suspends the task (a yield) or ends it; a traced coroutine frame's yield (an async
-// generator's in an await) is one more frame the task's next step resumes; a factory hands over its
-// new task, traced or not (it never answers DISABLE, nor does a coroutine's code).
+// The end of a task's root frame (value: PY_RETURN's or PY_YIELD's value, PY_UNWIND's
+// exception): the task's step ends, the task suspended (a yield, on value) or ended.
+[[gnu::noinline]] PyObject* on_root_exit(const CodeInfo& info, PyObject* value, Exit exit) noexcept
+{
+    ensure_thread(nullptr);
+    s_state.emitter->ret(info, exit == Exit::unwind);
+    const OpenRoot& root = t_roots[--t_root_count];
+    const tasks::End end = exit == Exit::unwind  ? tasks::End::raised
+                           : exit == Exit::yield ? tasks::End::yielded
+                                                 : tasks::End::returned;
+    tasks::leave_step(root.step, root.coroutine, end, exit == Exit::ret ? nullptr : value);
+    return none();
+}
+
+// The return of a task factory (value: the new task), traced or not (it never answers DISABLE).
+[[gnu::noinline]] PyObject* on_factory_exit(const CodeInfo& info, PyObject* value,
+                                            Exit exit) noexcept
+{
+    if (exit == Exit::ret && value != nullptr)
+        tasks::on_factory_return(value);
+    if ((info.trace & k_traced) != 0) {
+        ensure_thread(nullptr);
+        s_state.emitter->ret(info, exit == Exit::unwind);
+    }
+    return none();
+}
+
+// The end of a frame of code that plays a part in asyncio's tasks (k_asyncio): a task's root
+// takes on_root_exit(), a factory on_factory_exit(); a traced coroutine frame's yield (an async
+// generator's in an await) is one more frame the task's next step resumes (a coroutine's code
+// never answers DISABLE). Calls nothing
+// but the emitter otherwise, so that it saves few registers: every coroutine frame ends here.
 [[gnu::noinline]] PyObject* on_asyncio_exit(const CodeInfo& info, PyObject* value,
                                             Exit exit) noexcept
 {
-    if (info.is_task_factory && exit == Exit::ret && value != nullptr)
-        tasks::on_factory_return(value);
-    const bool is_traced = (info.trace & k_traced) != 0;
-    const bool is_root = info.is_coroutine && is_innermost_root();
-    if (!is_traced && !is_root)
-        return none();
-    ensure_thread(nullptr);
-    s_state.emitter->ret(info, exit == Exit::unwind);
-    if (is_root) {
-        const OpenRoot& root = t_roots[--t_root_count];
-        const tasks::End end = exit == Exit::unwind  ? tasks::End::raised
-                               : exit == Exit::yield ? tasks::End::yielded
-                                                     : tasks::End::returned;
-        tasks::leave_step(root.outer, root.coroutine, end, exit == Exit::ret ? nullptr : value);
-    } else if (exit == Exit::yield &&
-               (info.is_coroutine || (info.is_async_generator && !tasks::is_async_yield(value)))) {
-        tasks::on_yield();
+    if (info.is_coroutine && is_innermost_root(info))
+        return on_root_exit(info, value, exit);
+    if (info.is_task_factory)
+        return on_factory_exit(info, value, exit);
+    if ((info.trace & k_traced) != 0) {
+        if (exit == Exit::yield &&
+            (info.is_coroutine || (info.is_async_generator && !tasks::is_async_yield(value))))
+            tasks::on_yield();
+        ensure_thread(nullptr);
+        s_state.emitter->ret(info, exit == Exit::unwind);
     }
     return none();
 }

@@ -57,12 +57,12 @@ inline CodeInfo* info_of(PyFrameObject* frame) noexcept
 }
 
 // The roots of asyncio task steps open on this thread (tasks.hpp), innermost last: each
-// frame, its coroutine, and the step it nests in. An eager task's first step nests in its
-// creator's; past k_max_roots nested steps, the deeper ones go unannounced.
+// frame, its coroutine, and its step (tasks::enter_step()). An eager task's first step nests
+// in its creator's; past k_max_roots nested steps, the deeper ones go unannounced.
 struct OpenRoot {
     PyFrameObject* frame;
     const void* coroutine;
-    tasks::Outer outer;
+    tasks::Step step;
 };
 constexpr int k_max_roots = 16;
 thread_local OpenRoot t_roots[k_max_roots] __attribute__((tls_model("initial-exec")));
@@ -71,56 +71,38 @@ thread_local int t_root_count __attribute__((tls_model("initial-exec"))) = 0;
 // The coroutine object of a coroutine's frame that starts or resumes, when it is a task's root:
 // its caller is no coroutine or generator awaiting it (Handle._run for the C Task's step,
 // Task.__step for the pure-Python one's). Else nullptr.
-[[gnu::noinline]] const void* root_coroutine(PyFrameObject* frame) noexcept
+inline const void* root_coroutine(PyFrameObject* frame) noexcept
 {
-    PyFrameObject* caller = PyFrame_GetBack(frame);
-    bool is_awaited = false;
-    if (caller != nullptr) {
-        PyCodeObject* code = PyFrame_GetCode(caller);
-        is_awaited = (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
-        Py_DECREF(code);
-        Py_DECREF(caller);
-    }
-    if (is_awaited)
-        return nullptr;
 #if PY_VERSION_HEX >= 0x030B0000
-    PyObject* generator = PyFrame_GetGenerator(frame);
-    Py_XDECREF(generator); // the frame's generator outlives the step
-    return generator;
+    return backend::root_coroutine_of(frame);
 #else
-    return frame->f_gen;
+    const PyFrameObject* caller = frame->f_back;
+    const bool is_awaited =
+        caller != nullptr &&
+        (caller->f_code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+    return is_awaited ? nullptr : frame->f_gen;
 #endif
 }
 
 // Whether a coroutine's frame that returns to the profile function yielded (it is suspended)
 // rather than returned for good: the interpreter marks it suspended before it tells.
-bool has_yielded(PyFrameObject* frame) noexcept
+inline bool has_yielded(PyFrameObject* frame) noexcept
 {
 #if PY_VERSION_HEX >= 0x030B0000
-    PyObject* generator = PyFrame_GetGenerator(frame);
-    const bool is_suspended =
-        generator != nullptr && reinterpret_cast<PyGenObject*>(generator)->gi_frame_state < 0;
-    Py_XDECREF(generator);
-    return is_suspended;
+    return backend::has_yielded(frame);
 #else
     return frame->f_state == FRAME_SUSPENDED;
 #endif
 }
 
-// The call of code that plays a part in asyncio's tasks (k_asyncio): a task's step starts when
-// the frame is a root, whose call is recorded whatever the filter says.
-[[gnu::noinline]] void on_asyncio_call(PyFrameObject* frame, CodeInfo& info) noexcept
+// The call of a task's root frame (of coroutine): a task's step starts, and the call is recorded
+// whatever the filter says.
+[[gnu::noinline]] void on_root_call(PyFrameObject* frame, CodeInfo& info,
+                                    const void* coroutine) noexcept
 {
-    const bool is_traced = (info.trace & k_traced) != 0;
-    const void* coroutine =
-        info.is_coroutine && t_root_count < k_max_roots ? root_coroutine(frame) : nullptr;
-    if (!is_traced && coroutine == nullptr)
-        return;
     check_session();
-    if (coroutine != nullptr) {
-        register_root(info);
-        t_roots[t_root_count++] = {frame, coroutine, tasks::enter_step(coroutine)};
-    }
+    register_root(info);
+    t_roots[t_root_count++] = {frame, coroutine, tasks::enter_step(coroutine)};
     s_state.emitter->call(info);
 }
 
@@ -136,38 +118,62 @@ const void* step_runner_of(PyFrameObject* root) noexcept
     return info != nullptr && info->is_step_runner ? caller : nullptr;
 }
 
+// The call of code that plays a part in asyncio's tasks (k_asyncio): a root's takes
+// on_root_call(); others are recorded as the filter says.
+[[gnu::noinline]] void on_asyncio_call(PyFrameObject* frame, CodeInfo& info) noexcept
+{
+    if (info.is_coroutine && t_root_count < k_max_roots) {
+        if (const void* coroutine = root_coroutine(frame))
+            return on_root_call(frame, info, coroutine);
+    }
+    if ((info.trace & k_traced) != 0) {
+        check_session();
+        s_state.emitter->call(info);
+    }
+}
+
+// The return of a task's root frame (the thread's innermost open root): the task's step ends,
+// the task suspended (a yield, on value) or ended (when it raised, at its step runner's return).
+[[gnu::noinline]] void on_root_return(PyFrameObject* frame, const CodeInfo& info, bool is_unwind,
+                                      PyObject* value) noexcept
+{
+    s_state.emitter->ret(info, is_unwind);
+    const bool is_yield = !is_unwind && has_yielded(frame);
+    const OpenRoot& root = t_roots[--t_root_count];
+    const tasks::End end = is_unwind  ? tasks::End::raised
+                           : is_yield ? tasks::End::yielded
+                                      : tasks::End::returned;
+    tasks::leave_step(root.step, root.coroutine, end, is_yield ? value : nullptr,
+                      is_unwind ? step_runner_of(frame) : nullptr);
+}
+
 // The return of code that plays a part in asyncio's tasks (value: what it returned or yielded,
-// nullptr when it raised): a task's step ends at its root's return, which suspends the task
-// (a yield) or ends it; a traced coroutine frame's yield (an async generator's in an await) is
-// one more frame the task's next step resumes; a factory hands over its new task; a step runner
-// ends a task whose root raised.
+// nullptr when it raised): a root's takes on_root_return(); a traced coroutine frame's yield (an
+// async generator's in an await) is one more frame the task's next step resumes; a factory hands
+// over its new task; a step runner ends a task whose root raised.
 [[gnu::noinline]] void on_asyncio_return(PyFrameObject* frame, const CodeInfo& info, bool is_unwind,
                                          PyObject* value) noexcept
 {
     if (info.is_step_runner)
         tasks::on_runner_return(frame);
-    const bool is_traced = (info.trace & k_traced) != 0;
-    const bool is_root = t_root_count > 0 && t_roots[t_root_count - 1].frame == frame;
-    if (is_traced || is_root)
+    if (t_root_count > 0 && t_roots[t_root_count - 1].frame == frame)
+        return on_root_return(frame, info, is_unwind, value);
+    if ((info.trace & k_traced) != 0) {
         s_state.emitter->ret(info, is_unwind);
-    const bool is_yield =
-        (info.is_coroutine || info.is_async_generator) && !is_unwind && has_yielded(frame);
-    if (is_root) {
-        const OpenRoot& root = t_roots[--t_root_count];
-        const tasks::End end = is_unwind  ? tasks::End::raised
-                               : is_yield ? tasks::End::yielded
-                                          : tasks::End::returned;
-        tasks::leave_step(root.outer, root.coroutine, end, is_yield ? value : nullptr,
-                          is_unwind ? step_runner_of(frame) : nullptr);
-    } else if (is_yield && is_traced && (info.is_coroutine || !tasks::is_async_yield(value))) {
-        tasks::on_yield();
+        const bool is_yield =
+            (info.is_coroutine || info.is_async_generator) && !is_unwind && has_yielded(frame);
+        if (is_yield && (info.is_coroutine || !tasks::is_async_yield(value)))
+            tasks::on_yield();
     }
     if (info.is_task_factory && !is_unwind)
         tasks::on_factory_return(value);
 }
 
 // Filtered-out calls and returns pay only the verdict lookup; asyncio's take their own path.
-void on_call(PyFrameObject* frame) noexcept
+// Both are inlined into the callbacks, which hold the frame and the returned value in registers
+// they save anyway: a function of its own would save them again, on every return, for the
+// asyncio path alone.
+[[gnu::always_inline]] inline void on_call(PyFrameObject* frame) noexcept
 {
     t_last.frame = nullptr;
     CodeInfo* info = info_of(frame);
@@ -179,7 +185,8 @@ void on_call(PyFrameObject* frame) noexcept
     }
 }
 
-void on_return(PyFrameObject* frame, bool is_unwind, PyObject* value) noexcept
+[[gnu::always_inline]] inline void on_return(PyFrameObject* frame, bool is_unwind,
+                                             PyObject* value) noexcept
 {
     const CodeInfo* info = info_of(frame);
     t_last.frame = nullptr; // the frame is done: its memory may be reused

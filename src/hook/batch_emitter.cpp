@@ -3,7 +3,8 @@
 // (tracepoints/batch_records.hpp defines the record format). Registrations,
 // threads, the process and C calls stay standard events: they are rare, and
 // a reader puts everything back in time order (filter.pyust.expand). An
-// asyncio task's steps are records too (python:task_step).
+// asyncio task's steps and end are records too (python:task_step,
+// python:task_end).
 //
 // Who touches a buffer, and what serialises them:
 // - its thread appends records and writes the batch when it is full, with
@@ -212,9 +213,14 @@ public:
             t_records->size = static_cast<std::uint32_t>(out - t_records->bytes);
         }
     }
+    // An end is a record too: one per task, as many as the steps of a program of short tasks.
     void task_end(std::uint64_t key, std::uint8_t state) noexcept override
     {
-        m_standard.task_end(key, state);
+        if (std::uint8_t* out = append(k_line, batch_records::k_task_end_id)) {
+            out = put_varint(out, key);
+            out = put_varint(out, state);
+            t_records->size = static_cast<std::uint32_t>(out - t_records->bytes);
+        }
     }
     bool is_recording() const noexcept override
     {

@@ -27,12 +27,11 @@ public:
     // python:lost_start: the process ran lost_ns unrecorded after pyust waited waited_ns for
     // the session (both modes: a standard event).
     virtual void lost_start(std::uint64_t lost_ns, std::uint64_t waited_ns) noexcept = 0;
-    // python:task and python:task_step (asyncio, tasks.hpp): in the fast mode, a step is a
-    // record of the thread's batch, a task a standard event.
+    // python:task, python:task_step and python:task_end (asyncio, tasks.hpp): in the fast mode,
+    // a step and an end are records of the thread's batch, a task a standard event.
     virtual void task(std::uint64_t key, std::uint64_t parent, const char* name) noexcept = 0;
     virtual void task_step(std::uint64_t key, std::uint32_t resumed, std::uint8_t awaited,
                            std::uint64_t awaited_id) noexcept = 0;
-    // python:task_end (both modes: a standard event).
     virtual void task_end(std::uint64_t key, std::uint8_t state) noexcept = 0;
 
     // True while some session records python:code (or, in the fast mode,

@@ -9,6 +9,13 @@
 
 namespace pyust::hook::tasks {
 
+// What a task's last suspension left for its next step (python:task_step's fields).
+struct Suspension {
+    std::uint32_t resumed = 0;
+    std::uint8_t awaited = 0;
+    std::uint64_t awaited_id = 0;
+};
+
 namespace {
 
 // The key of the task whose step the thread runs (0: none): the parent of the tasks it
@@ -27,18 +34,13 @@ std::uint64_t key_of(const void* coroutine) noexcept
     return reinterpret_cast<std::uintptr_t>(coroutine);
 }
 
-// What a task's last suspension left for its next step (python:task_step's fields).
-struct Suspension {
-    std::uint32_t resumed = 0;
-    std::uint8_t awaited = 0;
-    std::uint64_t awaited_id = 0;
-};
-
 // awaited's values (python_tp.h).
 enum Awaited : std::uint8_t { k_none, k_yield, k_future, k_task, k_gather };
 
 // The suspended tasks, by key (the GIL serialises them; never destroyed: threads may step
-// during static destruction). A task's entry goes at its task_end.
+// during static destruction). A task's entry is made at its first step and goes at its
+// task_end; the table's entries stay where they are while others come and go, so that a step
+// looks its task up once (Step::suspension).
 std::unordered_map<std::uint64_t, Suspension>& s_suspended =
     *new std::unordered_map<std::uint64_t, Suspension>;
 
@@ -46,16 +48,24 @@ std::unordered_map<std::uint64_t, Suspension>& s_suspended =
 // their first step); a key goes at the task's first step, else at its end.
 std::unordered_set<std::uint64_t>& s_named = *new std::unordered_set<std::uint64_t>;
 
-// asyncio's Task types (the C one and the pure-Python one) and CancelledError, read from
-// asyncio.tasks and asyncio.exceptions once they are imported (strong references).
-struct AsyncioTypes {
+// What asyncio's tasks are made of, read from asyncio.tasks and asyncio.exceptions once they are
+// imported (strong references): the Task types (the C one and the pure-Python one), Future (the
+// C one) and gather's, CancelledError, current_task(), and the names of the methods the hook
+// calls (interned).
+struct Asyncio {
     PyObject* task = nullptr;
     PyObject* py_task = nullptr;
+    PyObject* future = nullptr;
+    PyObject* gathering_future = nullptr;
     PyObject* cancelled = nullptr;
     PyObject* current_task = nullptr;
+    PyObject* get_coro = nullptr;
+    PyObject* get_name = nullptr;
+    PyObject* cancelling = nullptr;
+    PyObject* is_cancelled = nullptr;
     bool is_read = false;
 };
-AsyncioTypes s_types;
+Asyncio s_asyncio;
 
 // The module that sys.modules holds under name (a new reference), else nullptr.
 PyObject* imported(const char* name) noexcept
@@ -66,38 +76,57 @@ PyObject* imported(const char* name) noexcept
     return module;
 }
 
-const AsyncioTypes& asyncio_types() noexcept
+const Asyncio& asyncio() noexcept
 {
-    if (s_types.is_read)
-        return s_types;
+    if (s_asyncio.is_read)
+        return s_asyncio;
     // Looked up, never imported: a program that has not imported asyncio has no asyncio task
     // (a coroutine it drives by hand has steps, see enter_step()), and importing it from a
-    // hook would run asyncio's import in the middle of the program's code.
+    // hook would run asyncio's import in the middle of the program's code. The submodules
+    // themselves: the package exports neither _PyTask nor _GatheringFuture.
     compat::SavedError saved;
     PyObject* tasks = imported("asyncio.tasks");
     PyObject* exceptions = imported("asyncio.exceptions");
     if (tasks != nullptr && exceptions != nullptr) {
-        AsyncioTypes read;
+        Asyncio read;
         read.task = PyObject_GetAttrString(tasks, "Task");
         read.py_task = PyObject_GetAttrString(tasks, "_PyTask");
+        if (PyObject* futures = PyObject_GetAttrString(tasks, "futures")) {
+            read.future = PyObject_GetAttrString(futures, "Future");
+            Py_DECREF(futures);
+        }
+        read.gathering_future = PyObject_GetAttrString(tasks, "_GatheringFuture");
         read.cancelled = PyObject_GetAttrString(exceptions, "CancelledError");
         read.current_task = PyObject_GetAttrString(tasks, "current_task");
         // Modules still being imported lack their names yet: read them again later.
         read.is_read =
             read.task != nullptr && read.cancelled != nullptr && read.current_task != nullptr;
         if (read.is_read) {
-            s_types = read;
+            read.get_coro = PyUnicode_InternFromString("get_coro");
+            read.get_name = PyUnicode_InternFromString("get_name");
+            read.cancelling = PyUnicode_InternFromString("cancelling");
+            read.is_cancelled = PyUnicode_InternFromString("cancelled");
+            s_asyncio = read;
         } else {
-            Py_XDECREF(read.task);
-            Py_XDECREF(read.py_task);
-            Py_XDECREF(read.cancelled);
-            Py_XDECREF(read.current_task);
+            for (PyObject* object : {read.task, read.py_task, read.future, read.gathering_future,
+                                     read.cancelled, read.current_task})
+                Py_XDECREF(object);
         }
     }
     Py_XDECREF(tasks);
     Py_XDECREF(exceptions);
     PyErr_Clear();
-    return s_types;
+    return s_asyncio;
+}
+
+// object.name() (a new reference), or nullptr with no error set. Precondition: the current
+// error is saved.
+PyObject* call_method(PyObject* object, PyObject* name) noexcept
+{
+    PyObject* result = name != nullptr ? PyObject_CallMethodNoArgs(object, name) : nullptr;
+    if (result == nullptr)
+        PyErr_Clear();
+    return result;
 }
 
 bool is_instance_of(PyObject* value, PyObject* type) noexcept
@@ -108,7 +137,8 @@ bool is_instance_of(PyObject* value, PyObject* type) noexcept
 
 // What a root frame's yielded value says the task waits on (python:task_step's awaited and
 // awaited_id): None a bare yield, a Task (its key: its coroutine's address), gather's
-// future (by its type's name), any other object a future.
+// future, any other object a future. The exact types come first: they are what asyncio
+// yields.
 Suspension awaited_of(PyObject* value) noexcept
 {
     Suspension suspension;
@@ -116,22 +146,28 @@ Suspension awaited_of(PyObject* value) noexcept
         suspension.awaited = k_yield;
         return suspension;
     }
-    const AsyncioTypes& types = asyncio_types();
-    if (is_instance_of(value, types.task) || is_instance_of(value, types.py_task)) {
+    const Asyncio& types = asyncio();
+    PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(value));
+    if (type == types.future) {
+        suspension.awaited = k_future;
+        suspension.awaited_id = key_of(value);
+        return suspension;
+    }
+    const bool is_task = type == types.task || type == types.py_task ||
+                         (type != types.gathering_future && (is_instance_of(value, types.task) ||
+                                                             is_instance_of(value, types.py_task)));
+    if (is_task) {
         suspension.awaited = k_task;
         compat::SavedError saved;
-        if (PyObject* coroutine = PyObject_CallMethod(value, "get_coro", nullptr)) {
+        if (PyObject* coroutine = call_method(value, types.get_coro)) {
             suspension.awaited_id = key_of(coroutine);
             Py_DECREF(coroutine);
         }
-        PyErr_Clear();
         return suspension;
     }
-    const char* type_name = Py_TYPE(value)->tp_name;
-    const char* dot = std::strrchr(type_name, '.');
-    suspension.awaited = std::strcmp(dot != nullptr ? dot + 1 : type_name, "_GatheringFuture") == 0
-                             ? k_gather
-                             : k_future;
+    suspension.awaited =
+        type == types.gathering_future || is_instance_of(value, types.gathering_future) ? k_gather
+                                                                                        : k_future;
     suspension.awaited_id = key_of(value);
     return suspension;
 }
@@ -141,7 +177,7 @@ Suspension awaited_of(PyObject* value) noexcept
 // whether the current task is being cancelled (Task.cancelling(), 3.11+; 3.10: never).
 bool is_cancelled(PyObject* exception) noexcept
 {
-    const AsyncioTypes& types = asyncio_types();
+    const Asyncio& types = asyncio();
     if (types.cancelled == nullptr)
         return false;
     if (exception != nullptr)
@@ -153,7 +189,7 @@ bool is_cancelled(PyObject* exception) noexcept
     compat::SavedError saved;
     bool is_cancelling = false;
     if (PyObject* task = PyObject_CallNoArgs(types.current_task)) {
-        if (PyObject* count = PyObject_CallMethod(task, "cancelling", nullptr)) {
+        if (PyObject* count = call_method(task, types.cancelling)) {
             is_cancelling = PyLong_Check(count) && PyLong_AsLong(count) > 0;
             Py_DECREF(count);
         }
@@ -182,7 +218,7 @@ void end_deferred() noexcept
         return;
     compat::SavedError saved;
     std::uint8_t state = 1;
-    if (PyObject* cancelled = PyObject_CallMethod(deferred.task, "cancelled", nullptr)) {
+    if (PyObject* cancelled = call_method(deferred.task, asyncio().is_cancelled)) {
         state = PyObject_IsTrue(cancelled) == 1 ? 2 : 1;
         Py_DECREF(cancelled);
     }
@@ -195,7 +231,7 @@ void end_deferred() noexcept
 // task to ask then.
 bool defer_end(std::uint64_t key, const void* runner) noexcept
 {
-    const AsyncioTypes& types = asyncio_types();
+    const Asyncio& types = asyncio();
     if (types.current_task == nullptr)
         return false;
     end_deferred();
@@ -214,7 +250,7 @@ bool defer_end(std::uint64_t key, const void* runner) noexcept
 // key, 0 outside any task), unless it is the task this thread named last, under that name.
 void name_task(PyObject* task, std::uint64_t key, std::uint64_t parent) noexcept
 {
-    PyObject* name = PyObject_CallMethod(task, "get_name", nullptr);
+    PyObject* name = call_method(task, asyncio().get_name);
     const char* text = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
     const bool is_named = key == t_last_named && name != nullptr && t_last_name != nullptr &&
                           PyObject_RichCompareBool(name, t_last_name, Py_EQ) == 1;
@@ -239,14 +275,13 @@ void name_at_first_step(const void* coroutine, std::uint64_t parent) noexcept
 {
     if (s_named.erase(key_of(coroutine)) > 0)
         return;
-    const AsyncioTypes& types = asyncio_types();
+    const Asyncio& types = asyncio();
     if (types.current_task == nullptr)
         return;
     compat::SavedError saved;
     PyObject* task = PyObject_CallNoArgs(types.current_task);
-    PyObject* running = task != nullptr && task != Py_None
-                            ? PyObject_CallMethod(task, "get_coro", nullptr)
-                            : nullptr;
+    PyObject* running =
+        task != nullptr && task != Py_None ? call_method(task, types.get_coro) : nullptr;
     if (running == coroutine)
         name_task(task, key_of(coroutine), parent);
     Py_XDECREF(running);
@@ -255,10 +290,6 @@ void name_at_first_step(const void* coroutine, std::uint64_t parent) noexcept
 }
 
 } // namespace
-
-namespace detail {
-thread_local std::uint32_t t_yields __attribute__((tls_model("initial-exec"))) = 0;
-} // namespace detail
 
 Role role_of(const std::string& module, const std::string& qualname) noexcept
 {
@@ -279,32 +310,35 @@ Role role_of(const std::string& module, const std::string& qualname) noexcept
     return Role::none;
 }
 
-Outer enter_step(const void* coroutine) noexcept
+Step enter_step(const void* coroutine) noexcept
 {
-    const Outer outer{t_current, detail::t_yields};
+    Step step{t_current, detail::t_yields, nullptr};
     t_current = key_of(coroutine);
     detail::t_yields = 0;
-    Suspension last;
-    if (const auto found = s_suspended.find(t_current); found != s_suspended.end())
-        last = found->second;
-    else
-        name_at_first_step(coroutine, outer.task);
+    bool is_first = false;
+    try {
+        const auto [entry, is_new] = s_suspended.try_emplace(t_current);
+        step.suspension = &entry->second;
+        is_first = is_new;
+    } catch (...) { // out of memory: the next step says it resumes nothing
+    }
+    if (is_first)
+        name_at_first_step(coroutine, step.outer_task);
+    const Suspension last = step.suspension != nullptr ? *step.suspension : Suspension{};
     s_state.emitter->task_step(t_current, last.resumed, last.awaited, last.awaited_id);
-    return outer;
+    return step;
 }
 
-void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* value,
+void leave_step(const Step& step, const void* coroutine, End end, PyObject* value,
                 const void* runner) noexcept
 {
-    const std::uint64_t key = key_of(coroutine);
     if (end == End::yielded) {
-        try {
-            Suspension& suspension = s_suspended[key];
-            suspension = awaited_of(value);
-            suspension.resumed = detail::t_yields + 1; // and the root
-        } catch (...) { // out of memory: the next step says it resumes nothing
+        if (step.suspension != nullptr) {
+            *step.suspension = awaited_of(value);
+            step.suspension->resumed = detail::t_yields + 1; // and the root
         }
     } else {
+        const std::uint64_t key = key_of(coroutine);
         s_suspended.erase(key);
         s_named.erase(key);
         const bool is_deferred = end == End::raised && value == nullptr && runner != nullptr &&
@@ -312,8 +346,8 @@ void leave_step(const Outer& outer, const void* coroutine, End end, PyObject* va
         if (!is_deferred)
             s_state.emitter->task_end(key, end == End::raised ? (is_cancelled(value) ? 2 : 1) : 0);
     }
-    t_current = outer.task;
-    detail::t_yields = outer.yields;
+    t_current = step.outer_task;
+    detail::t_yields = step.outer_yields;
 }
 
 bool is_async_yield(PyObject* value) noexcept
@@ -335,7 +369,9 @@ void on_factory_return(PyObject* result) noexcept
     if (!s_state.is_active || result == Py_None)
         return;
     compat::SavedError saved;
-    if (PyObject* coroutine = PyObject_CallMethod(result, "get_coro", nullptr)) {
+    const Asyncio& methods = asyncio();
+    PyObject* coroutine = call_method(result, methods.get_coro);
+    if (coroutine != nullptr) {
         name_task(result, key_of(coroutine), t_current);
         Py_DECREF(coroutine);
     }

@@ -28,7 +28,7 @@ with --suite; W4 asyncio-heavy when --workloads names it) in these modes (the fi
   pyust-lines         the same session, with pyust.start(lines=True): a
                       python:line event per line too (W2 and W3 only)
   pyust-fast-lines    the same session, with pyust.start(fast=True, lines=True)
-  yappi, line-profiler, viztracer
+  yappi, line-profiler, viztracer, viztracer-async
                       the peers (peers.py), each when the children's
                       interpreter can import it; otherwise the run says why
                       and goes on without it
@@ -747,8 +747,10 @@ def print_table(summary: dict, results: list, labels: dict = LABELS,
                   file=stream)
         comparisons = [(entry.get("pyust_vs_cprofile"), "pyust / cProfile"),
                        (entry.get("pyust_filtered_vs_cprofile"), "filtered / cProfile")]
-        comparisons += [(versus, f"fast / {labels[peer].split()[0]}")
-                        for peer, versus in entry.get("fast_vs_peers", {}).items()]
+        # A peer by its mode's name (viztracer and viztracer-async share a first word).
+        comparisons += [
+            (versus, f"fast / {peer if peer in peers.PEERS else labels[peer].split()[0]}")
+            for peer, versus in entry.get("fast_vs_peers", {}).items()]
         for versus, label in comparisons:
             if versus:
                 print(f"{workload:8} {label:24} {'':8} {'':7} {_x(versus['ratio']):>6} "

@@ -22,6 +22,8 @@ python3-line-profiler) serve /usr/bin/python3 only: a pyenv interpreter
   viztracer       VizTracer(verbose=0).start() / stop(): in-process recording
                   into its ring buffer, without saving the result (the save
                   is a separate, larger cost)
+  viztracer-async the same with log_async=True (`viztracer --log_async`):
+                  each asyncio task's events on a lane of its own (W4)
 
 The child calls hooks(); the parent calls probe() once, and skip_reason()
 for each peer the probe could not import.
@@ -39,12 +41,14 @@ MODULES = {
     "yappi": "yappi",
     "line-profiler": "line_profiler",
     "viztracer": "viztracer",
+    "viztracer-async": "viztracer",
 }
 PEERS = tuple(MODULES)
 LABELS = {
     "yappi": "yappi",
     "line-profiler": "line_profiler (all fns)",
     "viztracer": "viztracer (no save)",
+    "viztracer-async": "viztracer --log_async",
 }
 YAPPI_CLOCK = "wall"
 DEBIAN_PACKAGES = {"yappi": "python3-yappi", "line-profiler": "python3-line-profiler"}
@@ -129,10 +133,10 @@ def hooks(mode: str, modules: list):
             profiler.add_function(function)
         return (profiler.enable_by_count, profiler.disable_by_count,
                 {"registered_functions": len(functions), "version": _version(mode)})
-    if mode == "viztracer":
+    if mode in ("viztracer", "viztracer-async"):
         import viztracer
 
-        tracer = viztracer.VizTracer(verbose=0)
+        tracer = viztracer.VizTracer(verbose=0, log_async=mode == "viztracer-async")
         return tracer.start, tracer.stop, {"version": _version(mode)}
     raise ValueError(f"unknown peer {mode!r}")
 

@@ -157,9 +157,10 @@ def test_each_task_frames_are_attributed_to_it(session, make_program, flags):
 
 
 def test_fast_mode_records_steps_in_batches(session, make_program):
-    """In the fast mode a task's steps are records of its thread's batches, not events of
-    their own: the trace as recorded has no python:task_step, and filter.pyust.expand gives
-    them back in place, each before its root frame's call, as the standard mode has them."""
+    """In the fast mode a task's steps and its end are records of its thread's batches, not
+    events of their own: the trace as recorded has no python:task_step or python:task_end, and
+    filter.pyust.expand gives them back in place, each step before its root frame's call, each
+    end after its last return, as the standard mode has them."""
     program = make_program(THREE_TASKS)
     result = run_hooked([program], flags=[] if FAST else ["--fast"])
     assert result.returncode == 0, result.stderr
@@ -167,8 +168,18 @@ def test_fast_mode_records_steps_in_batches(session, make_program):
     session.stop()
     recorded = read_trace(session.path, session.owner, expand=False)
     assert recorded.of("python:batch") and not recorded.of("python:task_step")
+    assert not recorded.of("python:task_end")
     assert len(recorded.of("python:task")) >= 4  # main, a, b, c (and asyncio.run's own)
-    tasks, calls = _steps(read_trace(session.path, session.owner, expand=True), program)
+    expanded = read_trace(session.path, session.owner, expand=True)
+    names: dict = {}  # a key's name when its task ends (keys are reused)
+    ends: dict = {}
+    for e in expanded.events:
+        if e["name"] == "python:task":
+            names[e["fields"]["task"]] = e["fields"]["name"]
+        elif e["name"] == "python:task_end":
+            ends[names.get(e["fields"]["task"])] = e["fields"]["state"]
+    assert ends["ctask"] == 0 and len(ends) >= 4
+    tasks, calls = _steps(expanded, program)
     assert sorted(counts.get("parse", 0) for counts in calls.values()) == [0, 0, 2, 3, 4]
     assert [calls[t]["parse"] for t in calls if t is not None and tasks[t]["name"] == "ctask"] == [2]
 
@@ -279,8 +290,7 @@ def test_task_end_says_returned_raised_or_cancelled(session, make_program):
     assert view.returncode == 0, view.stderr
     rows = {row[-1]: row for row in (line.split() for line in view.stdout.splitlines())
             if row and row[-1] in ("fails", "waits")}
-    cancelled = "cancelled" if python_version(PYTHON) >= (3, 11) else "raised"  # pyust-events(7)
-    assert rows["fails"][-2] == "raised" and rows["waits"][-2] == cancelled, view.stdout
+    assert rows["fails"][-2] == "raised" and rows["waits"][-2] == "cancelled", view.stdout
 
 
 # ------------------------------------------------------------- reports by task
@@ -440,3 +450,50 @@ def test_tasks_option_roots_stacks_at_the_await_chain(session, make_program):
     assert re.search(r"^    \S+ \S+  __main__:main  \(1 call, .*\n      \S+ \S+  __main__:worker"
                      r"  \(3 calls, .*\n        \S+ \S+  __main__:fetch  \(9 calls, ",
                      tree.stdout, re.M), tree.stdout
+
+
+# parent() creates child() as a task and awaits the task itself, once with asyncio's C Task and
+# once with the pure-Python one (a task factory making asyncio.tasks._PyTask).
+AWAITS_A_TASK = """\
+import asyncio
+
+
+async def child():
+    await asyncio.sleep(0)
+    return 1
+
+
+async def parent(kind):
+    return await asyncio.create_task(child(), name=f"child-{kind}")
+
+
+def python_tasks(loop, coro, **kwargs):
+    return asyncio.tasks._PyTask(coro, loop=loop, **kwargs)
+
+
+async def main():
+    await asyncio.create_task(parent("c"), name="parent-c")
+    asyncio.get_running_loop().set_task_factory(python_tasks)
+    await asyncio.create_task(parent("py"), name="parent-py")
+    print("done")
+
+
+asyncio.run(main())
+"""
+
+
+def test_a_task_awaiting_a_task_says_which(session, make_program):
+    """A task that awaits another task (the C Task, then the pure-Python one) suspends on it:
+    its next step says awaited 3 and the awaited task's key, the one its python:task gave."""
+    program = make_program(AWAITS_A_TASK)
+    result = run_hooked([program])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n"
+    trace = session.read()
+    keys = {e["fields"]["name"]: e["fields"]["task"] for e in trace.of("python:task")}
+    tasks = _step_events(trace, program)
+    for kind in ("c", "py"):
+        steps = tasks[f"parent-{kind}"]["steps"]
+        assert [(s["awaited"], s["awaited_id"]) for s in steps] == \
+            [(0, 0), (3, keys[f"child-{kind}"])], kind
+        assert tasks[f"child-{kind}"]["end"] == 0

@@ -1,11 +1,12 @@
 // Unit tests of the python:batch records: the plugin's decoding (src/plugin/expand/records.hpp),
 // record times between the batch's two clock readings, near and far ids, line numbers, task
-// steps, and every fault a damaged batch can have. The bytes come from the hook's own writer,
-// in the header that defines the layout for both ends (tracepoints/batch_records.hpp), so that
-// what the hook writes is tested to read back exactly, at every field's widths.
+// steps and ends, and every fault a damaged batch can have. The bytes come from the hook's own
+// writer, in the header that defines the layout for both ends (tracepoints/batch_records.hpp), so
+// that what the hook writes is tested to read back exactly, at every field's widths.
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -243,8 +244,9 @@ TEST_CASE("every kind reads back exactly at the edges of each field's widths")
         for (const encoding::Kind kind : kinds)
             for (const std::uint64_t id : width_edges(~std::uint64_t{0})) {
                 REQUIRE((id >> 32) != id_high); // none of the edges has 0x2a above: all far
-                if (kind == encoding::k_line && id == encoding::k_task_step_id)
-                    continue; // a task step: its own test case
+                if (kind == encoding::k_line &&
+                    (id == encoding::k_task_step_id || id == encoding::k_task_end_id))
+                    continue; // a task step or end: their own test cases
                 round_trip({kind, 3, id, encoding::has_line(kind) ? 7u : 0u}, id_high);
             }
     }
@@ -274,50 +276,72 @@ TEST_CASE("every kind reads back exactly at the edges of each field's widths")
     }
 }
 
-TEST_CASE("a task step reads back between the records around it, at every key's width")
+namespace {
+
+// A task step or end as the hook writes it (a far line record of code id, then fields) between
+// two calls, in one batch: checks that the three read back, the calls as written, and that the
+// batch cut inside the task record is refused. Returns the task record read.
+Record task_record_between_calls(std::uint64_t id, std::initializer_list<std::uint64_t> fields)
 {
     const std::uint32_t id_high = 0x2a;
+    std::vector<std::uint8_t> bytes;
+    hook_record(bytes, encoding::k_call, 1, encoding::near_id(id_high, 5), id_high);
+    const std::size_t begin = bytes.size();
+    std::uint8_t record[encoding::k_max_record];
+    std::uint8_t* end = encoding::put_record(record, encoding::k_line, 2, id, id_high);
+    for (const std::uint64_t field : fields)
+        end = encoding::put_varint(end, field);
+    CHECK(end - record <= encoding::k_max_record);
+    bytes.insert(bytes.end(), record, end);
+    hook_record(bytes, encoding::k_call, 3, encoding::near_id(id_high, 6), id_high);
+
+    BatchHeader h = identity_clock(id_high);
+    h.count = 3;
+    CHECK(check_records(h, bytes.data(), bytes.size()).empty());
+    const std::vector<Record> records = read_all(h, bytes);
+    REQUIRE(records.size() == 3);
+    CHECK(records[0].kind == RecordKind::call);
+    CHECK(records[0].id == encoding::near_id(id_high, 5));
+    CHECK(records[1].id == id);
+    CHECK(records[1].value == 3);
+    CHECK(records[2].kind == RecordKind::call);
+    CHECK(records[2].task == 0);
+    CHECK(records[2].id == encoding::near_id(id_high, 6));
+    h.count = 2;
+    for (std::size_t size = begin + 1; size < begin + (end - record); ++size) {
+        CAPTURE(size);
+        CHECK(check_records(h, bytes.data(), size) == "truncated record at index 1");
+    }
+    return records[1];
+}
+
+} // namespace
+
+TEST_CASE("a task step reads back between the records around it, at every key's width")
+{
     for (const std::uint64_t key : width_edges(~std::uint64_t{0})) {
         CAPTURE(key);
-        // As the hook writes it: a far line record of code id 0, then the key, resumed, awaited
-        // and awaited_id.
-        std::vector<std::uint8_t> bytes;
-        hook_record(bytes, encoding::k_call, 1, encoding::near_id(id_high, 5), id_high);
-        const std::size_t step_begin = bytes.size();
-        std::uint8_t step[encoding::k_max_record];
-        std::uint8_t* end =
-            encoding::put_record(step, encoding::k_line, 2, encoding::k_task_step_id, id_high);
-        end = encoding::put_varint(end, key);
-        end = encoding::put_varint(end, 0xffffffffu);
-        end = encoding::put_varint(end, encoding::k_max_awaited);
-        end = encoding::put_varint(end, ~key);
-        CHECK(end - step <= encoding::k_max_record);
-        bytes.insert(bytes.end(), step, end);
-        hook_record(bytes, encoding::k_call, 3, encoding::near_id(id_high, 6), id_high);
+        // The key, resumed, awaited and awaited_id after code id 0.
+        const Record step = task_record_between_calls(
+            encoding::k_task_step_id, {key, 0xffffffffu, encoding::k_max_awaited, ~key});
+        CHECK(step.kind == RecordKind::task_step);
+        CHECK(step.task == key);
+        CHECK(step.resumed == 0xffffffffu);
+        CHECK(step.awaited == encoding::k_max_awaited);
+        CHECK(step.awaited_id == ~key);
+    }
+}
 
-        BatchHeader h = identity_clock(id_high);
-        h.count = 3;
-        CHECK(check_records(h, bytes.data(), bytes.size()).empty());
-        const std::vector<Record> records = read_all(h, bytes);
-        REQUIRE(records.size() == 3);
-        CHECK(records[0].kind == RecordKind::call);
-        CHECK(records[1].kind == RecordKind::task_step);
-        CHECK(records[1].task == key);
-        CHECK(records[1].resumed == 0xffffffffu);
-        CHECK(records[1].awaited == encoding::k_max_awaited);
-        CHECK(records[1].awaited_id == ~key);
-        CHECK(records[1].id == 0);
-        CHECK(records[1].value == 3);
-        CHECK(records[2].kind == RecordKind::call);
-        CHECK(records[2].task == 0);
-        CHECK(records[2].id == encoding::near_id(id_high, 6));
-
-        // A step cut before its key's end is refused.
-        h.count = 2;
-        for (std::size_t size = step_begin + 1; size < step_begin + (end - step); ++size) {
-            CAPTURE(size);
-            CHECK(check_records(h, bytes.data(), size) == "truncated record at index 1");
-        }
+TEST_CASE("a task end reads back between the records around it, at every key's width")
+{
+    for (const std::uint64_t key : width_edges(~std::uint64_t{0})) {
+        CAPTURE(key);
+        // The key and the state after code id 1.
+        const std::uint8_t state = key % (encoding::k_max_state + 1);
+        const Record end = task_record_between_calls(encoding::k_task_end_id, {key, state});
+        CHECK(end.kind == RecordKind::task_end);
+        CHECK(end.task == key);
+        CHECK(end.state == state);
     }
 }
 
@@ -383,6 +407,14 @@ TEST_CASE("a damaged batch says what is wrong, and where")
         put_varint(bytes, 0);              // awaited_id
         CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
               "a task step's resumed or awaited is out of range at index 0");
+    }
+    SUBCASE("a task end's state out of range")
+    {
+        std::vector<std::uint8_t> bytes;
+        put_record(bytes, 3 | 4, 1, 1, 7); // far line record of id 1; 7: its key
+        put_varint(bytes, 3);              // state: at most 2
+        CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
+              "a task end's state is out of range at index 0");
     }
     SUBCASE("a varint over 64 bits")
     {

@@ -83,6 +83,8 @@ void find_event_classes(const bt_stream_class* stream_class, const std::string& 
             target.line = event_class;
         else if (event_name == "python:task_step")
             target.task_step = event_class;
+        else if (event_name == "python:task_end")
+            target.task_end = event_class;
     }
     for (const auto& [event_class, name] :
          {std::pair{target.call, "python:call"}, std::pair{target.ret, "python:return"},
@@ -124,6 +126,14 @@ void find_payload_members(const std::string& where, Target& target)
         if (target.step_task.index < 0 || target.step_resumed.index < 0 ||
             target.step_awaited.index < 0 || target.step_awaited_id.index < 0)
             throw Error("Cannot expand python:batch: reason=python:task_step lacks a payload "
+                        "field (not pyust's event model?)" +
+                        where);
+    }
+    if (target.task_end) {
+        target.end_task = find_member(payload(target.task_end), "task");
+        target.end_state = find_member(payload(target.task_end), "state");
+        if (target.end_task.index < 0 || target.end_state.index < 0)
+            throw Error("Cannot expand python:batch: reason=python:task_end lacks a payload "
                         "field (not pyust's event model?)" +
                         where);
     }

@@ -1,7 +1,7 @@
 // Class discovery for filter.pyust.expand: what it reads of an upstream event class (the
 // python:code, python:batch and python:horizon payload members) and what it makes a stream
-// class's records into (its python:call/return/line/task_step event classes, their members,
-// its clock), each looked up once per class and kept for the iterator's life.
+// class's records into (its python:call/return/line/task_step/task_end event classes, their
+// members, its clock), each looked up once per class and kept for the iterator's life.
 #pragma once
 
 #include <babeltrace2/babeltrace.h>
@@ -33,11 +33,13 @@ struct Target {
     const bt_event_class* call = nullptr;
     const bt_event_class* ret = nullptr;
     const bt_event_class* line = nullptr;
-    // python:task_step, null in a trace without it (recorded by a pyust older than asyncio
-    // tasks, or without the event enabled): its task steps are dropped.
+    // python:task_step and python:task_end, null in a trace without them (recorded by a pyust
+    // older than asyncio tasks, or without the events enabled): those records are dropped.
     const bt_event_class* task_step = nullptr;
+    const bt_event_class* task_end = nullptr;
     FieldMember call_id, call_name, ret_id, ret_unwind, line_id, line_line;
     FieldMember step_task, step_resumed, step_awaited, step_awaited_id;
+    FieldMember end_task, end_state;
     FieldMember vpid, vtid; // in the common context
     std::unique_ptr<Clock> clock;
     bool has_packets = false;

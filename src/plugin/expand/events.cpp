@@ -13,6 +13,7 @@ MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Re
     const bt_event_class* event_class = record.kind == RecordKind::call        ? target.call
                                         : record.kind == RecordKind::line      ? target.line
                                         : record.kind == RecordKind::task_step ? target.task_step
+                                        : record.kind == RecordKind::task_end  ? target.task_end
                                                                                : target.ret;
     bt_message* created = create_event(self, target, event_class, packet, stream, record.value);
     MessageRef message(check_new(created, "Cannot create an expanded event message"));
@@ -51,6 +52,10 @@ MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Re
         set_int(member_of(payload, target.step_awaited), record.awaited);
         set_int(member_of(payload, target.step_awaited_id),
                 static_cast<std::int64_t>(record.awaited_id));
+        break;
+    case RecordKind::task_end:
+        set_int(member_of(payload, target.end_task), static_cast<std::int64_t>(record.task));
+        set_int(member_of(payload, target.end_state), record.state);
         break;
     }
     return message;

@@ -72,6 +72,17 @@ bool RecordReader::next(Record& record) noexcept
         }
         record.resumed = static_cast<std::uint32_t>(resumed);
         record.awaited = static_cast<std::uint8_t>(awaited);
+    } else if (batch_records::is_task_end(head, id)) {
+        record.kind = RecordKind::task_end;
+        std::uint64_t state = 0;
+        if ((m_fault = batch_records::read_varint(m_at, m_end, record.task)) ||
+            (m_fault = batch_records::read_varint(m_at, m_end, state)))
+            return false;
+        if (state > batch_records::k_max_state) {
+            m_fault = "a task end's state is out of range";
+            return false;
+        }
+        record.state = static_cast<std::uint8_t>(state);
     } else if (batch_records::has_line(kind)) {
         std::uint64_t line = 0;
         if ((m_fault = batch_records::read_varint(m_at, m_end, line)))

@@ -1,8 +1,8 @@
 // The records of python:batch (tracepoints/python_tp.h; their layout:
 // tracepoints/batch_records.hpp), decoded without babeltrace2: a batch's header
-// and its bytes in, the call, return, line and task step records with their
-// times out. filter.pyust.expand turns them into python:call/return/line and
-// python:task_step event messages.
+// and its bytes in, the call, return, line, task step and task end records
+// with their times out. filter.pyust.expand turns them into
+// python:call/return/line/task_step/task_end event messages.
 #pragma once
 
 #include <cstddef>
@@ -13,13 +13,14 @@
 
 namespace pyust::plugin::expand {
 
-// A record's kind, as its head has it (a task step: as its head and id have it).
+// A record's kind, as its head has it (a task step or end: as its head and id have it).
 enum class RecordKind : std::uint8_t {
     call = batch_records::k_call,
     ret = batch_records::k_return,
     ret_unwind = batch_records::k_unwind,
     line = batch_records::k_line,
     task_step,
+    task_end,
 };
 
 // One decoded record. RecordReader::next() sets value to the record's time on the
@@ -28,11 +29,12 @@ enum class RecordKind : std::uint8_t {
 struct Record {
     std::int64_t time = 0;        // ns from the clock's origin (set by the filter)
     std::uint64_t value = 0;      // the record's time as a clock value
-    std::uint64_t id = 0;         // the code id (0 for a task step)
-    std::uint64_t task = 0;       // task steps only: the task's key,
-    std::uint64_t awaited_id = 0; // what its suspension waited on (python_tp.h)
-    std::uint32_t resumed = 0;    // how many frames it resumes
-    std::uint8_t awaited = 0;     // what kind of thing its suspension waited on
+    std::uint64_t id = 0;         // the code id (0 for a task step, 1 for a task end)
+    std::uint64_t task = 0;       // task steps and ends only: the task's key;
+    std::uint64_t awaited_id = 0; // a step's: what its suspension waited on (python_tp.h),
+    std::uint32_t resumed = 0;    // how many frames it resumes,
+    std::uint8_t awaited = 0;     // what kind of thing its suspension waited on;
+    std::uint8_t state = 0;       // an end's: how the task ended
     std::uint32_t line = 0;       // line records only
     RecordKind kind = RecordKind::call;
 };
