@@ -63,6 +63,7 @@ struct Asyncio {
     PyObject* get_name = nullptr;
     PyObject* cancelling = nullptr;
     PyObject* is_cancelled = nullptr;
+    PyObject* done = nullptr;
     bool is_read = false;
 };
 Asyncio s_asyncio;
@@ -106,6 +107,7 @@ const Asyncio& asyncio() noexcept
             read.get_name = PyUnicode_InternFromString("get_name");
             read.cancelling = PyUnicode_InternFromString("cancelling");
             read.is_cancelled = PyUnicode_InternFromString("cancelled");
+            read.done = PyUnicode_InternFromString("done");
             s_asyncio = read;
         } else {
             for (PyObject* object : {read.task, read.py_task, read.future, read.gathering_future,
@@ -370,7 +372,14 @@ void on_factory_return(PyObject* result) noexcept
         return;
     compat::SavedError saved;
     const Asyncio& methods = asyncio();
-    PyObject* coroutine = call_method(result, methods.get_coro);
+    PyObject* done = call_method(result, methods.done);
+    const bool is_done = done != nullptr && PyObject_IsTrue(done) == 1;
+    Py_XDECREF(done);
+    // A task done already finished in an eager first step, which named it; its coroutine is
+    // gone (3.12's C Task lets it go: get_coro() crashes on 3.12.0 and 3.12.1, and gives None on
+    // 3.13.0), and its end is in the trace: a name given from now on (3.12's create_task names
+    // the task its factory returned, 3.12 and 3.13) is not told.
+    PyObject* coroutine = is_done ? nullptr : call_method(result, methods.get_coro);
     if (coroutine != nullptr) {
         name_task(result, key_of(coroutine), t_current);
         Py_DECREF(coroutine);

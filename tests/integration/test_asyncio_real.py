@@ -540,6 +540,47 @@ def test_pure_python_and_eager_tasks_hold_the_calls_the_c_task_does(make_program
     same_counts(tasks, reference(launcher, program, kind, modules="__main__"), "__main__")
 
 
+# An eager task that finishes in its first step, inside create_task, and one that sleeps.
+EAGER_DONE = """\
+import asyncio
+
+
+async def child(n):
+    if n:
+        await asyncio.sleep(0.001)
+    return n
+
+
+async def main():
+    asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
+    done = asyncio.create_task(child(0), name="eager-done")
+    sleeps = asyncio.create_task(child(1), name="eager-sleeps")
+    print(await done, await sleeps, done.get_name())
+
+
+asyncio.run(main())
+"""
+
+
+def test_an_eager_task_done_in_its_first_step_is_a_task_of_its_own(make_program, tmp_path):
+    """An eager task (3.12+) that returns in its first step, before create_task returns it, is a
+    task with that one step and child's call, created by main()'s; the program runs as it does
+    untraced. Before, the hook asked the finished task for its coroutine, which 3.12's C Task
+    has let go: 3.12.1 crashed (SIGSEGV), 3.13.0 named a task keyed by None. Its name is the one
+    asyncio gave it by its first step (3.12 and 3.13 name it after their factory returns)."""
+    if python_version(PYTHON) < (3, 12):
+        pytest.skip("asyncio.eager_task_factory is new in 3.12")
+    program = make_program(EAGER_DONE)
+    stdout, tasks = trace_tasks(tmp_path, program, modules="__main__")
+    assert stdout == "0 1 eager-done\n"
+    main = next(t for t in tasks.tasks if "__main__:main" in t.calls)
+    children = [t for t in tasks.tasks if "__main__:child" in t.calls]
+    assert [(t.calls, t.parent is main, t.end, len(t.steps)) for t in children] == [
+        ({"__main__:child": 1}, True, "done", 1), ({"__main__:child": 1}, True, "done", 2)]
+    assert children[1].name == "eager-sleeps"
+    assert re.fullmatch(r"eager-done|Task-\d+", children[0].name), children[0].name
+
+
 # ----------------------------------------------------------- capture_call_graph(), 3.14+
 
 # Tasks that walk() a few step()s: gathered by main(), created before the gather (ctask), in
