@@ -473,8 +473,8 @@ class Session:
         """Have the consumer daemon ask for new metadata every METADATA_SWITCH_US, before
         the session starts. Without it, the metadata of a program's event classes first
         reaches the consumer when the program exits, and LTTng 2.13.9's consumer (before
-        2.13.11) may then poll 200 ms for it, holding up the next `lttng stop`; with it, the
-        wait falls within the run of a program that lives more than the timer's period
+        2.13.11) may then poll 200 ms for it, holding up the next `lttng stop`; with it, that
+        wait starts while a program runs if it lives longer than the timer's period
         after it registered (a shorter one still meets it: doc/performance.md). A
         performance measure only: an LTTng that refuses it records all the same (LTTng
         2.16 refuses the channel name metadata, to liblttng-ctl as to the command)."""
