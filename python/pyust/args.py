@@ -45,6 +45,23 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
+    def _get_validation_formatter(self):
+        # CPython 3.14's argparse checks each option's help with a formatter (this method)
+        # that sets up its colours first, importing _colorize and dataclasses: 16 ms of
+        # every `pyust run`, though the checks (_expand_help, _format_args) read no colour.
+        # 3.15 sets colours up lazily (_get_theme_and_decolor): nothing to spare there.
+        base = self.formatter_class
+        if hasattr(base, "_get_theme_and_decolor") or not hasattr(base, "_set_color"):
+            return super()._get_validation_formatter()
+        if self._cached_formatter is None:
+            self._cached_formatter = type("Uncoloured", (base,), {"_set_color": _no_colour})(
+                prog=self.prog)
+        return self._cached_formatter
+
+
+def _no_colour(formatter, color, **_):
+    formatter._theme = None
+    formatter._decolor = str
 
 # ------------------------------------------------------------- hook options
 

@@ -1,5 +1,5 @@
-"""A tracing session driven through the `lttng` command: the session that
-`pyust run` creates, records into, and destroys.
+"""A tracing session driven through liblttng-ctl (pyust.lttng_ctl) where it can and the
+`lttng` command otherwise: the session that `pyust run` creates, records into, and destroys.
 
 Every failure raises LttngError with one line a user can act on.
 """
@@ -12,6 +12,9 @@ import shutil
 import struct
 import subprocess
 import time
+
+from . import lttng_ctl
+from .lttng_ctl import LttngError  # noqa: F401 (pyust.lttng.LttngError, as the callers know it)
 
 _MI_NS = "{https://lttng.org/xml/ns/lttng-mi}"
 
@@ -31,10 +34,6 @@ NATIVE_CHANNEL = "pyust-native"
 # python:lost_start, which says what start of a process the trace lacks).
 NAMES_CHANNEL = "pyust-names"
 NAMING_EVENTS = ("python:code", "python:thread", "python:process", "python:lost_start")
-
-
-class LttngError(Exception):
-    """An lttng command failed; the message says what to do."""
 
 
 class ChannelConfig:
@@ -74,201 +73,6 @@ def _run(args: list, *, mi: bool = False, timeout: float = 60) -> subprocess.Com
                          "is the session daemon stopped (kill -CONT it) or overloaded?") from None
 
 
-_LIBRARY = []
-
-
-def _liblttng_ctl():
-    """liblttng-ctl through ctypes, or None when it cannot be loaded (the `lttng`
-    command does without then)."""
-    if not _LIBRARY:
-        library = None
-        try:
-            import ctypes
-
-            library = ctypes.CDLL("liblttng-ctl.so.0")
-            library.lttng_data_pending.argtypes = [ctypes.c_char_p]
-            library.lttng_data_pending.restype = ctypes.c_int
-            library.lttng_session_daemon_alive.argtypes = []
-            library.lttng_session_daemon_alive.restype = ctypes.c_int
-            for function in _SESSION_FUNCTIONS:
-                if hasattr(library, function):
-                    getattr(library, function).argtypes = [ctypes.c_char_p]
-                    getattr(library, function).restype = ctypes.c_int
-            library.lttng_strerror.argtypes = [ctypes.c_int]
-            library.lttng_strerror.restype = ctypes.c_char_p
-            if hasattr(library, "lttng_load_session"):  # lttng/load.h: opaque attributes
-                library.lttng_load_session_attr_create.argtypes = []
-                library.lttng_load_session_attr_create.restype = ctypes.c_void_p
-                library.lttng_load_session_attr_destroy.argtypes = [ctypes.c_void_p]
-                library.lttng_load_session_attr_destroy.restype = None
-                for setter in ("set_session_name", "set_input_url"):
-                    function = getattr(library, f"lttng_load_session_attr_{setter}")
-                    function.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-                    function.restype = ctypes.c_int
-                library.lttng_load_session.argtypes = [ctypes.c_void_p]
-                library.lttng_load_session.restype = ctypes.c_int
-            # Ask the library for what it has, not for its version: a function missing
-            # (an LTTng before 2.10 has no lttng_channel_create) means the `lttng` command.
-            if all(hasattr(library, function) for function in _CHANNEL_FUNCTIONS):
-                domain, channel = _channel_types()
-                library.lttng_create_handle.argtypes = [ctypes.c_char_p,
-                                                        ctypes.POINTER(domain)]
-                library.lttng_create_handle.restype = ctypes.c_void_p
-                library.lttng_destroy_handle.argtypes = [ctypes.c_void_p]
-                library.lttng_destroy_handle.restype = None
-                library.lttng_channel_create.argtypes = [ctypes.POINTER(domain)]
-                library.lttng_channel_create.restype = ctypes.POINTER(channel)
-                library.lttng_channel_destroy.argtypes = [ctypes.POINTER(channel)]
-                library.lttng_channel_destroy.restype = None
-                library.lttng_enable_channel.argtypes = [ctypes.c_void_p,
-                                                         ctypes.POINTER(channel)]
-                library.lttng_enable_channel.restype = ctypes.c_int
-        except (OSError, AttributeError):
-            library = None
-        _LIBRARY.append(library)
-    return _LIBRARY[0]
-
-
-# liblttng-ctl's functions of one session name that pyust calls directly: each saves
-# starting an `lttng` process (about 20 ms) where the library has it.
-_SESSION_FUNCTIONS = ("lttng_start_tracing", "lttng_stop_tracing_no_wait",
-                      "lttng_destroy_session_no_wait")
-
-
-# The liblttng-ctl functions that enable a channel as `lttng enable-channel` does.
-_CHANNEL_FUNCTIONS = ("lttng_create_handle", "lttng_destroy_handle", "lttng_channel_create",
-                      "lttng_channel_destroy", "lttng_enable_channel")
-# lttng/domain.h's and lttng/lttng-error.h's values.
-_LTTNG_DOMAIN_UST = 2
-_LTTNG_BUFFER_PER_UID = 1
-_LTTNG_ERR_INVALID = 97
-
-_TYPES = []
-
-
-def _channel_types():
-    """ctypes' struct lttng_domain and struct lttng_channel of lttng/domain.h and
-    lttng/channel.h. Their layout is part of LTTng's ABI, the same from 2.13 to 2.16 (each
-    field and padding array; plain C alignment: these public structures are not
-    LTTNG_PACKED, only the daemon's wire formats are), so ctypes' default alignment
-    matches the compiler's: 308 and 624 bytes on x86-64."""
-    if not _TYPES:
-        import ctypes
-
-        symbol_name_len = 256  # LTTNG_SYMBOL_NAME_LEN
-
-        class DomainAttr(ctypes.Union):
-            _fields_ = [("pid", ctypes.c_int), ("exec_name", ctypes.c_char * 255),
-                        ("padding", ctypes.c_char * (symbol_name_len + 32))]
-
-        class Domain(ctypes.Structure):
-            _fields_ = [("type", ctypes.c_int), ("buf_type", ctypes.c_int),
-                        ("padding", ctypes.c_char * 12), ("attr", DomainAttr)]
-
-        class Extended(ctypes.Union):
-            _fields_ = [("padding", ctypes.c_uint64), ("ptr", ctypes.c_void_p)]
-
-        class ChannelAttr(ctypes.Structure):
-            _fields_ = [("overwrite", ctypes.c_int), ("subbuf_size", ctypes.c_uint64),
-                        ("num_subbuf", ctypes.c_uint64),
-                        ("switch_timer_interval", ctypes.c_uint),
-                        ("read_timer_interval", ctypes.c_uint), ("output", ctypes.c_int),
-                        ("tracefile_size", ctypes.c_uint64),
-                        ("tracefile_count", ctypes.c_uint64),
-                        ("live_timer_interval", ctypes.c_uint),
-                        ("align_to_64", ctypes.c_uint32), ("extended", Extended),
-                        ("padding", ctypes.c_char * (symbol_name_len + 12))]
-
-        class Channel(ctypes.Structure):
-            _fields_ = [("name", ctypes.c_char * symbol_name_len),
-                        ("enabled", ctypes.c_uint32), ("attr", ChannelAttr),
-                        ("padding", ctypes.c_char * 16)]
-
-        _TYPES.extend((Domain, Channel))
-    return _TYPES
-
-
-def _enable_metadata_channel(name: str, switch_timer_us: int) -> bool:
-    """liblttng-ctl's lttng_enable_channel() of session name's user-space channel
-    metadata with this switch timer, as `lttng enable-channel --userspace --session NAME
-    --switch-timer N metadata` does it without starting a process (10 ms of every pyust
-    run): the channel from lttng_channel_create(), which gives the defaults the command
-    gives (lttng_channel_set_default_attr() of a per-user UST domain), the timer set.
-    True when LTTng answered, done or refused (the command would be refused the same
-    way); False when the library cannot, or refused the request itself as invalid (what
-    a structure read differently from this LTTng's would get, which the command, built
-    with its own headers, would not): the caller runs the command then."""
-    library = _liblttng_ctl()
-    if library is None or not all(hasattr(library, f) for f in _CHANNEL_FUNCTIONS):
-        return False
-    import ctypes
-
-    domain_type, _ = _channel_types()
-    domain = domain_type(type=_LTTNG_DOMAIN_UST, buf_type=_LTTNG_BUFFER_PER_UID)
-    handle = library.lttng_create_handle(name.encode(), ctypes.byref(domain))
-    if not handle:
-        return False
-    try:
-        channel = library.lttng_channel_create(ctypes.byref(domain))
-        if not channel:
-            return False
-        try:
-            channel.contents.name = b"metadata"
-            channel.contents.enabled = 1
-            channel.contents.attr.switch_timer_interval = switch_timer_us
-            status = library.lttng_enable_channel(handle, channel)
-        finally:
-            library.lttng_channel_destroy(channel)
-    finally:
-        library.lttng_destroy_handle(handle)
-    return status != -_LTTNG_ERR_INVALID
-
-
-def _data_pending_function():
-    """liblttng-ctl's lttng_data_pending(session name), or None."""
-    library = _liblttng_ctl()
-    return library.lttng_data_pending if library else None
-
-
-def _session_call(function: str, name: str, what: str) -> bool:
-    """liblttng-ctl's function(name): True when it did it, False when the library
-    or the function is missing (the caller runs `lttng` then). Raises LttngError
-    with LTTng's own message (what: "cannot start session 'x'") when it failed."""
-    library = _liblttng_ctl()
-    if library is None or not hasattr(library, function):
-        return False
-    status = getattr(library, function)(name.encode())
-    if status < 0:
-        message = (library.lttng_strerror(status) or b"").decode(errors="replace")
-        raise LttngError(f"{what}: {message or f'error {status}'}")
-    return True
-
-
-def _load_session(name: str, path: str) -> bool:
-    """liblttng-ctl's lttng_load_session() of session name from the configuration file
-    path, as `lttng load --input-path PATH NAME` does it without starting a process (10 ms
-    of every pyust run): True when done, False when the library cannot (the caller runs
-    `lttng load` then). Raises LttngError with LTTng's message when loading failed."""
-    library = _liblttng_ctl()
-    if library is None or not hasattr(library, "lttng_load_session"):
-        return False
-    attributes = library.lttng_load_session_attr_create()
-    if not attributes:
-        return False
-    try:
-        status = library.lttng_load_session_attr_set_session_name(attributes, name.encode())
-        if status == 0:
-            status = library.lttng_load_session_attr_set_input_url(attributes, path.encode())
-        if status == 0:
-            status = library.lttng_load_session(attributes)
-    finally:
-        library.lttng_load_session_attr_destroy(attributes)
-    if status < 0:
-        message = (library.lttng_strerror(status) or b"").decode(errors="replace")
-        raise LttngError(f"cannot create session {name!r}: {message or f'error {status}'}")
-    return True
-
-
 def _error_line(result: subprocess.CompletedProcess) -> str:
     for stream in (result.stderr, result.stdout):
         for line in stream.splitlines():
@@ -296,9 +100,8 @@ def discarded_text(discarded: int | None) -> str:
     return f"{discarded} discarded by LTTng"
 
 
-# pyust run --trace-format's values, as `lttng create --trace-format` takes them, and as a
-# session configuration (`lttng load`) spells them.
-TRACE_FORMATS = {"ctf-1.8": "CTF_1_8", "ctf-2": "CTF_2"}
+# pyust run --trace-format's values, as `lttng create --trace-format` takes them.
+TRACE_FORMATS = tuple(lttng_ctl.TRACE_FORMAT_CODES)
 
 
 def knows_trace_formats() -> bool:
@@ -317,9 +120,9 @@ def sessiond_is_running() -> bool:
     """True when a session daemon answers this user: asked of liblttng-ctl
     (lttng_session_daemon_alive), else of `lttng --mi xml list`'s status (LTTng
     words the failure without a daemon differently from version to version)."""
-    library = _liblttng_ctl()
-    if library is not None:
-        return library.lttng_session_daemon_alive() == 1
+    alive = lttng_ctl.daemon_alive()
+    if alive is not None:
+        return alive
     return _run(["list"], mi=True).returncode == 0
 
 
@@ -396,60 +199,27 @@ class Session:
     def create_started(cls, name: str, output: str, config: ChannelConfig,
                        trace_format: str | None = None, *, user: int | None = None):
         """A new session writing to output, its channel pyust recording python:* with
-        the contexts, started: one `lttng load` of a session configuration instead
-        of four commands (create, enable-channel, enable-event, add-context), each a
-        process and a round trip to the session daemon, then the metadata timer (which
-        a configuration cannot set: LTTng 2.13 refuses a channel named metadata there)
-        and the start; the load through liblttng-ctl where it can (_load_session). None when config asks
-        for what this does not write (then create() and the rest, whose messages
-        name the option a user got wrong). trace_format: a key of TRACE_FORMATS; without
-        it, LTTng 2.15+ loads a configuration as CTF 1.8, not as `lttng create`'s default:
-        callers wanting that default on such an LTTng use create(). user: record the
-        user-space events of this user's processes only (as track_user())."""
+        the contexts, started, all through liblttng-ctl (pyust.lttng_ctl): the five
+        `lttng` commands it saves (create, enable-channel, enable-event, add-context,
+        track) cost 25 ms. trace_format: a key of TRACE_FORMATS (None: the session
+        daemon's default, as `lttng create`). user: record the user-space events of this
+        user's processes only (as track_user()). None when the library cannot, or config
+        asks for what this does not set (then create() and the rest, whose messages name
+        the option a user got wrong)."""
         subbuf_size = _size_bytes(config.subbuf_size)
         if (subbuf_size is None or subbuf_size < os.sysconf("SC_PAGE_SIZE")
                 or not _power_of_two(subbuf_size) or not _power_of_two(config.num_subbuf)
                 or config.blocking or config.overwrite or config.tracefile_size
-                or config.tracefile_count):
+                or config.tracefile_count or not lttng_ctl.can_set_up_sessions()):
             return None
-        contexts = "".join(f"<context><type>{context.upper()}</type></context>"
-                           for context in CONTEXTS)
-        text = (
-            '<?xml version="1.0" encoding="UTF-8"?><sessions><session>'
-            f"<name>{_xml_text(name)}</name>"
-            + (f"<trace_format>{TRACE_FORMATS[trace_format]}</trace_format>"
-               if trace_format else "")
-            + "<domains><domain><type>UST</type>"
-            "<buffer_type>PER_UID</buffer_type><channels><channel>"
-            f"<name>{CHANNEL}</name><enabled>true</enabled>"
-            "<overwrite_mode>DISCARD</overwrite_mode>"
-            f"<subbuffer_size>{subbuf_size}</subbuffer_size>"
-            f"<subbuffer_count>{config.num_subbuf}</subbuffer_count>"
-            "<switch_timer_interval>0</switch_timer_interval>"
-            "<read_timer_interval>0</read_timer_interval><output_type>MMAP</output_type>"
-            "<events><event><name>python:*</name><enabled>true</enabled>"
-            "<type>TRACEPOINT</type><loglevel_type>ALL</loglevel_type></event></events>"
-            f"<contexts>{contexts}</contexts></channel></channels>"
-            + ("" if user is None else
-               "<process_attr_trackers><vuid_process_attr_tracker><process_attr_values>"
-               f"<vuid><id>{int(user)}</id></vuid></process_attr_values>"
-               "</vuid_process_attr_tracker></process_attr_trackers>")
-            + "</domain></domains>"
-            "<started>false</started><output><consumer_output><enabled>true</enabled>"
-            f"<destination><path>{_xml_text(output)}</path></destination></consumer_output>"
-            "</output></session></sessions>")
-        import tempfile
-
-        # The session daemon reads the file: a private one, removed at once.
-        with tempfile.NamedTemporaryFile("w", prefix="pyust-session-", suffix=".lttng") as file:
-            file.write(text)
-            file.flush()
-            if not _load_session(name, file.name):
-                _check(_run(["load", "--input-path", file.name, name]),
-                       f"cannot create session {name!r}")
+        lttng_ctl.create_session(name, output, trace_format)
         session = cls(name, output)
         try:
             session.set_metadata_timer()
+            if user is not None:
+                lttng_ctl.track_user(name, user)
+            lttng_ctl.set_up_channel(name, CHANNEL, subbuf_size, config.num_subbuf,
+                                     "python:*", CONTEXTS)
             session.start()
         except BaseException:
             session.destroy()
@@ -471,13 +241,14 @@ class Session:
 
     def set_metadata_timer(self) -> None:
         """Have the consumer daemon ask for new metadata every METADATA_SWITCH_US, before
-        the session starts. Without it, the metadata of a program's event classes
-        reaches the consumer only when the program exits, and the consumer then waits
-        200 ms for it to be written (LTTng 2.13's poll period), holding up the next
-        `lttng stop`: pyust run took 0.2 s longer in about half of its runs. A
+        the session starts. Without it, the metadata of a program's event classes first
+        reaches the consumer when the program exits, and LTTng 2.13.9's consumer (before
+        2.13.11) may then poll 200 ms for it, holding up the next `lttng stop`; with it, that
+        wait starts while a program runs if it lives longer than the timer's period
+        after it registered (a shorter one still meets it: doc/performance.md). A
         performance measure only: an LTTng that refuses it records all the same (LTTng
         2.16 refuses the channel name metadata, to liblttng-ctl as to the command)."""
-        if not _enable_metadata_channel(self.name, METADATA_SWITCH_US):
+        if not lttng_ctl.enable_metadata_channel(self.name, METADATA_SWITCH_US):
             _run(["enable-channel", "--userspace", "--session", self.name,
                   "--switch-timer", str(METADATA_SWITCH_US), "metadata"])
 
@@ -552,19 +323,19 @@ class Session:
 
     def start(self) -> None:
         what = f"cannot start session {self.name!r}"
-        if not _session_call("lttng_start_tracing", self.name, what):
+        if not lttng_ctl.session_call("lttng_start_tracing", self.name, what):
             _check(_run(["start", self.name]), what)
 
     def stop(self) -> None:
         """Stop recording; returns once the trace is complete on disk."""
-        pending = _data_pending_function()
+        pending = lttng_ctl.data_pending_function()
         if pending is None:
             _check(_run(["stop", self.name], timeout=600), f"cannot stop session {self.name!r}")
             return
         # `lttng stop` asks whether data is pending every 200 ms: asked every 5 ms
         # here, the wait ends when the consumer is done (0 to 200 ms sooner).
         what = f"cannot stop session {self.name!r}"
-        if not _session_call("lttng_stop_tracing_no_wait", self.name, what):
+        if not lttng_ctl.session_call("lttng_stop_tracing_no_wait", self.name, what):
             _check(_run(["stop", "--no-wait", self.name], timeout=600), what)
         deadline = time.monotonic() + 600
         name = self.name.encode()
@@ -598,7 +369,7 @@ class Session:
         returned, when the trace is complete on disk."""
         if not wait:
             try:
-                if _session_call("lttng_destroy_session_no_wait", self.name,
+                if lttng_ctl.session_call("lttng_destroy_session_no_wait", self.name,
                                  f"cannot destroy session {self.name!r}"):
                     return
             except LttngError:
@@ -662,10 +433,6 @@ def _size_bytes(size) -> int | None:
 
 def _power_of_two(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
-
-
-def _xml_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _mi_text(text: str, tag: str) -> str | None:

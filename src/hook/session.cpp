@@ -88,8 +88,11 @@ void end_lost_start() noexcept
         return;
     const std::uint64_t lost = std::max<std::uint64_t>(monotonic_ns() - s_state.lost_since_ns, 1);
     s_state.lost_since_ns = 0;
-    tally().start_lost_ns.store(lost);
+    // The event first: the tally is what the process and pyust run read to learn that the
+    // start was told (the watcher thread may emit it while the main thread polls the tally
+    // and then exits; stored first, the process could end before the event was written).
     s_state.emitter->lost_start(lost, s_state.lost_waited_ns);
+    tally().start_lost_ns.store(lost);
 }
 
 void on_session_change() noexcept

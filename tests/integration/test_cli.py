@@ -307,6 +307,32 @@ def test_run_sets_its_session_up_without_an_lttng_process(make_program, tmp_path
     assert not calls.exists(), calls.read_text()
 
 
+def _ctf_version(trace: Path) -> str:
+    """The CTF version of a trace's metadata: CTF 2's is a JSON text sequence, each
+    fragment after a record separator (0x1e); CTF 1.8's is TSDL, packetized or not."""
+    (metadata,) = trace.rglob("metadata")
+    return "2" if metadata.read_bytes()[:1] == b"\x1e" else "1.8"
+
+
+def test_run_writes_the_format_lttng_create_writes(make_program, tmp_path):
+    """Without --trace-format, `pyust run`'s liblttng-ctl set-up leaves the CTF version
+    to the session daemon, as `lttng create` does (CTF 2 from LTTng 2.15 unless the daemon
+    is told otherwise; a configuration file would have said CTF 1.8): the same version as
+    the run whose session `lttng create` made (SETUP_BY_COMMANDS). --trace-format ctf-1.8
+    is written as asked where LTTng knows formats."""
+    program = make_program(SIMPLE)
+    versions = {}
+    for case, options in (("ctl", []), ("commands", list(SETUP_BY_COMMANDS)),
+                          ("ctf-1.8", ["--trace-format", "ctf-1.8"])):
+        result = run_pyust(["run", "-o", str(tmp_path / case), *options, "--", program])
+        if case == "ctf-1.8" and "writes CTF 1.8 only" in result.stderr:
+            continue  # LTTng before 2.15: one format, checked by the first two
+        assert result.returncode == 0, result.stderr
+        versions[case] = _ctf_version(tmp_path / case)
+    assert versions["ctl"] == versions["commands"]
+    assert versions.get("ctf-1.8", "1.8") == "1.8"
+
+
 def test_run_metadata_reaches_the_trace_while_the_program_runs(make_program, tmp_path):
     """pyust run's metadata channel has a switch timer (set through liblttng-ctl, or
     `lttng enable-channel` where the library cannot): the consumer daemon writes the

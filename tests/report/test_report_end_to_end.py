@@ -325,7 +325,9 @@ def test_names_that_are_not_utf8_are_escaped_in_every_format(tmp_path, format_):
     line hold bytes that are not UTF-8: every format is valid UTF-8 (the bytes escaped as
     \\xNN), chrome's JSON loads, the SVG is XML."""
     traced = trace_program(tmp_path, BAD_NAMES_PROGRAM, name="progZQZQZQZQ.py", extra_files={
-        "modZQZQZQZQ.py": "def fZQZQZQZQ():\n    return sum(range(10))\n"},
+        # A few ms of work: wide enough for the flame graph, which leaves out frames
+        # narrower than it can draw (sum(range(10)) was, on a loaded machine).
+        "modZQZQZQZQ.py": "def fZQZQZQZQ():\n    return sum(range(300_000))\n"},
         hook_flags=("--lines",))
     replaced = 0
     for stream in traced.path.rglob("*"):

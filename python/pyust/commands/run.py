@@ -111,7 +111,7 @@ def _run(argv: list) -> int:
     output = cli_args.output_directory(args.output) if args.output else None
     shm_path = (cli_args.private_directory(args.shm_path, "--shm-path") if args.shm_path
                 else None)
-    plan = _Plan(args, relay, output, shm_path, trace_format, knows_formats)
+    plan = _Plan(args, relay, output, shm_path, trace_format)
     if args.native:
         from .. import native  # ctypes and sysconfig: only for --native
 
@@ -224,7 +224,7 @@ class _Plan:
     which channels; recorder is the kernel's (--kernel) once chosen."""
 
     def __init__(self, args: argparse.Namespace, relay, output: str | None,
-                 shm_path: str | None, trace_format: str | None, knows_formats: bool):
+                 shm_path: str | None, trace_format: str | None):
         self.args = args
         self.relay = relay
         stamp = time.strftime('%Y%m%d-%H%M%S')
@@ -236,7 +236,6 @@ class _Plan:
         self.output = output
         self.shm_path = shm_path
         self.trace_format = trace_format
-        self.knows_formats = knows_formats
         self.config = lttng.ChannelConfig(subbuf_size=args.subbuf_size,
                                           num_subbuf=args.num_subbuf, blocking=args.no_discard,
                                           overwrite=args.snapshot,
@@ -254,9 +253,8 @@ class _Plan:
         args, session = self.args, None
         try:
             if self.output and not (self.relay or self.shm_path or args.snapshot or args.native
-                                    or self.recorder
-                                    or (self.knows_formats and not self.trace_format)):
-                # The usual case: one `lttng load` (and the metadata timer, the start).
+                                    or self.recorder):
+                # The usual case: no `lttng` process (liblttng-ctl's calls).
                 session = lttng.Session.create_started(self.name, self.output, self.config,
                                                        self.trace_format, user=os.getuid())
                 if session is not None:

@@ -89,17 +89,14 @@ SETUP_BY_COMMANDS = ("--no-discard",)
 
 def lttng_held_at_setup(tmp_path: Path, seconds: int) -> dict:
     """A child environment whose `lttng` holds pyust run's session set-up for
-    `seconds`: `lttng load` once it is done (where liblttng-ctl cannot load), or before
-    `enable-channel` (run with SETUP_BY_COMMANDS). The file tmp_path/held appears when
-    the hold starts; wait_held() waits for it."""
+    `seconds` before `enable-channel` (run with SETUP_BY_COMMANDS). The file
+    tmp_path/held appears when the hold starts; wait_held() waits for it."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     real = subprocess.run(["sh", "-c", "command -v lttng"], capture_output=True,
                           text=True).stdout.strip()
     wrapper = bin_dir / "lttng"
     wrapper.write_text(f"#!/bin/sh\n"
-                       f"if [ \"$1\" = load ]; then {real} \"$@\"; rc=$?\n"
-                       f"  touch {tmp_path}/held; sleep {seconds}; exit $rc; fi\n"
                        f"[ \"$1\" = enable-channel ] && {{ touch {tmp_path}/held; sleep {seconds}; }}\n"
                        f"exec {real} \"$@\"\n")
     wrapper.chmod(0o755)
