@@ -38,12 +38,13 @@
 //   resumed     at most 2^32 - 1                       1 to 5 bytes
 //   awaited     at most k_max_awaited = 4              1 byte
 //   awaited_id                                         1 to 10 bytes
+//   thrown      at most k_max_thrown = 2               1 byte
 // A task end (python:task_end, a task's coroutine finished) is the same with
 // code id 1 (k_task_end_id), and python:task_end's fields:
 //   task        the task's key                         1 to 10 bytes
 //   state       at most k_max_state = 2                1 byte
 //
-// A record thus takes 2 to k_max_record = 37 bytes (a task step: 6 to 37, a task end: 4 to 22);
+// A record thus takes 2 to k_max_record = 38 bytes (a task step: 7 to 38, a task end: 4 to 22);
 // the writer needs that much room at out. A record's time is its record-clock reading (begin_tsc
 // plus the advances so far) mapped to ns by the batch's two clock pairs (see
 // python:batch in python_tp.h).
@@ -54,8 +55,8 @@
 // - a varint of more than 64 bits ("a varint exceeds 64 bits"): a 10th byte
 //   above 1;
 // - a near id above k_max_near_id, a line above k_max_line; a task step's
-//   resumed above 2^32 - 1 or awaited above k_max_awaited; a task end's
-//   state above k_max_state;
+//   resumed above 2^32 - 1, awaited above k_max_awaited or thrown above
+//   k_max_thrown; a task end's state above k_max_state;
 // - advances whose sum passes 2^64 - 1 - begin_tsc (the record clock
 //   overflows);
 // - a batch whose records are not exactly count (a cut at a record's end).
@@ -77,6 +78,7 @@ constexpr std::uint64_t k_max_line = 0xffffffffu;
 constexpr unsigned k_max_varint = 10; // bytes of the largest varint (2^64 - 1)
 constexpr std::uint64_t k_task_step_id = 0; // the code id of a task step's record
 constexpr std::uint64_t k_max_awaited = 4;   // a task step's largest awaited
+constexpr std::uint64_t k_max_thrown = 2;    // a task step's largest thrown
 constexpr std::uint64_t k_task_end_id = 1;  // the code id of a task end's record
 constexpr std::uint64_t k_max_state = 2;    // a task end's largest state
 
@@ -95,7 +97,8 @@ static_assert(varint_width(~std::uint64_t{0}) == k_max_varint);
 // resumed and awaited_id. (A line record takes at most 10 + 10 + 5.)
 constexpr std::uint32_t k_max_record = k_max_varint + varint_width(k_task_step_id) +
                                        k_max_varint + varint_width(0xffffffffu) +
-                                       varint_width(k_max_awaited) + k_max_varint;
+                                       varint_width(k_max_awaited) + k_max_varint +
+                                       varint_width(k_max_thrown);
 static_assert(k_max_varint + k_max_varint + varint_width(k_max_line) <= k_max_record);
 static_assert(k_max_varint + varint_width(k_task_end_id) + k_max_varint +
                   varint_width(k_max_state) <=

@@ -238,14 +238,29 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task,
  *               future
  *   awaited_id  the future's address (2, 4), the awaited task's key (3),
  *               else 0
+ *   thrown      0: the step resumes the task's await chain from its root,
+ *               outermost first (or starts the task). 1: an exception
+ *               thrown into the task (a cancellation, a timeout, a failed
+ *               future it awaited) resumes the chain's innermost frame
+ *               first: the step's root is the `resumed`-th frame of the
+ *               chain, the `resumed - 1` frames outside it stay suspended
+ *               (it is not recorded when the module filter leaves it out,
+ *               nor counted in `resumed`), and the step ends at its
+ *               return. 2: the same asyncio step goes on: the frame just
+ *               out of the one whose return ended the last step resumes
+ *               (with its exception or its value), as the root of a step
+ *               of its own, `resumed` saying where it is as for 1; the
+ *               task's root ends such a cascade.
  */
 LTTNG_UST_TRACEPOINT_EVENT(python, task_step,
-    LTTNG_UST_TP_ARGS(uint64_t, task, uint32_t, resumed, uint8_t, awaited, uint64_t, awaited_id),
+    LTTNG_UST_TP_ARGS(uint64_t, task, uint32_t, resumed, uint8_t, awaited, uint64_t, awaited_id,
+                      uint8_t, thrown),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer_hex(uint64_t, task, task)
         lttng_ust_field_integer(uint32_t, resumed, resumed)
         lttng_ust_field_integer(uint8_t, awaited, awaited)
-        lttng_ust_field_integer_hex(uint64_t, awaited_id, awaited_id)))
+        lttng_ust_field_integer_hex(uint64_t, awaited_id, awaited_id)
+        lttng_ust_field_integer(uint8_t, thrown, thrown)))
 
 /*
  * python:task_end - a task's coroutine finished: its root frame returned or

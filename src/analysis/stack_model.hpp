@@ -420,10 +420,13 @@ public:
     // first `resumed` resume, outermost first, the frames of the task that its previous step
     // suspended; the frames that returned then and are not resumed now had returned for good.
     // The time since that step is an await of `awaited` (1 bare yield, 2 future, 3 the task of
-    // key awaited_id, 4 gather's future; 0 for a first step). Throws std::bad_alloc, or what
-    // the listener throws.
+    // key awaited_id, 4 gather's future; 0 for a first step). thrown 1: an exception thrown into
+    // the task resumes the `resumed`-th frame of its chain (the innermost suspended one) as the
+    // step's root, the frames outside it stay suspended; thrown 2: the same, as the exception
+    // (or the returned value) goes on out of the frame that ended the previous step: the same
+    // asyncio step, no await between. Throws std::bad_alloc, or what the listener throws.
     void on_task_step(Thread& thread, std::uint64_t key, std::uint32_t resumed,
-                      std::uint8_t awaited, std::uint64_t awaited_id);
+                      std::uint8_t awaited, std::uint64_t awaited_id, std::uint8_t thrown = 0);
 
     // python:task_end: the task of key ended (state 0 returned, 1 raised, 2 cancelled); its
     // suspended frames returned for good. Throws std::bad_alloc.
@@ -568,6 +571,9 @@ private:
     // What the model keeps of a task between its steps.
     struct TaskState {
         std::vector<Frame> suspended; // outermost first, from `next` on
+        // During a step that an exception thrown in started (python:task_step's thrown): the
+        // frames of the chain outside its root, which stay suspended, outermost first.
+        std::vector<Frame> outer;
         std::size_t next = 0;
         Thread* thread = nullptr; // where they returned
         Timestamp suspended_at = 0;
@@ -584,6 +590,11 @@ private:
     bool resume_call(Thread& thread, FrameId id);
     void end_returned(Thread& thread);
     void end_suspended(std::uint32_t task);
+    // A thrown step of `resumed`: its chain's frames outside its root go to state.outer, those
+    // past its root return for good (see on_task_step).
+    void keep_outer(TaskState& state, std::uint32_t resumed);
+    // Puts state.outer back at the head of state.suspended's frames not resumed.
+    static void restore_outer(TaskState& state);
     // Ends the steps whose root returned (at the end of the trace: every step, none suspends).
     void end_steps(Thread& thread, Timestamp ts, bool is_trace_end = false);
     void end_step(Thread& thread, Timestamp ts, bool suspends);

@@ -135,14 +135,17 @@ void StackModel::on_task(Thread& thread, std::uint64_t key, std::uint64_t parent
 }
 
 void StackModel::on_task_step(Thread& thread, std::uint64_t key, std::uint32_t resumed,
-                              std::uint8_t awaited, std::uint64_t awaited_id)
+                              std::uint8_t awaited, std::uint64_t awaited_id, std::uint8_t thrown)
 {
     const Timestamp ts = thread.m_last_ts;
     std::uint32_t index = task_of(thread.m_key.pid, key);
     if (index == no_task || m_tasks[index].ended != TaskEnd::open)
         index = new_task(thread, key, 0);
     TaskState& state = m_task_states[index];
-    if (state.is_suspended) {
+    restore_outer(state); // a thrown step whose root never came (left out by the filter)
+    if (thrown == 2) {
+        state.is_suspended = false; // the asyncio step goes on: no await since
+    } else if (state.is_suspended) {
         AwaitKind kind = awaited == 1   ? AwaitKind::yield
                          : awaited == 3 ? AwaitKind::task
                          : awaited == 4 ? AwaitKind::gather
@@ -168,16 +171,44 @@ void StackModel::on_task_step(Thread& thread, std::uint64_t key, std::uint32_t r
     } else if (m_tasks[index].steps == 0) {
         m_tasks[index].scheduled_ns += clipped(m_tasks[index].created, ts);
     }
-    ++m_tasks[index].steps;
+    if (thrown != 2)
+        ++m_tasks[index].steps;
     if (resumed == 0)
         end_suspended(index);
+    else if (thrown != 0)
+        keep_outer(state, resumed);
     if (!thread.m_steps.empty() && thread.m_steps.back().is_root_pending)
         thread.m_steps.pop_back(); // a step whose root never came
     Thread::Step& step = thread.m_steps.emplace_back();
     step.task = index;
     step.base = thread.m_frames.size();
-    step.to_resume = resumed;
+    step.to_resume = thrown != 0 ? 1 : resumed;
     step.begin = ts;
+}
+
+void StackModel::keep_outer(TaskState& state, std::uint32_t resumed)
+{
+    // The step's root is the chain's `resumed`-th frame; those past it had returned for good.
+    const std::size_t chain = std::min<std::size_t>(resumed, state.suspended.size() - state.next);
+    if (chain == 0)
+        return;
+    const auto root = state.suspended.begin() + static_cast<std::ptrdiff_t>(state.next + chain - 1);
+    for (auto frame = root + 1; frame != state.suspended.end(); ++frame)
+        end_call(*state.thread, *frame);
+    state.outer.assign(state.suspended.begin() + static_cast<std::ptrdiff_t>(state.next), root);
+    state.suspended.assign(root, root + 1);
+    state.next = 0;
+}
+
+void StackModel::restore_outer(TaskState& state)
+{
+    if (state.outer.empty())
+        return;
+    state.suspended.erase(state.suspended.begin(),
+                          state.suspended.begin() + static_cast<std::ptrdiff_t>(state.next));
+    state.suspended.insert(state.suspended.begin(), state.outer.begin(), state.outer.end());
+    state.outer.clear();
+    state.next = 0;
 }
 
 void StackModel::on_task_end(Thread& thread, std::uint64_t key, std::uint8_t state)
@@ -185,6 +216,7 @@ void StackModel::on_task_end(Thread& thread, std::uint64_t key, std::uint8_t sta
     const std::uint32_t index = task_of(thread.m_key.pid, key);
     if (index == no_task || m_tasks[index].ended != TaskEnd::open)
         return; // a task whose start the trace lacks, or told twice
+    restore_outer(m_task_states[index]);
     end_suspended(index);
     Task& task = m_tasks[index];
     task.ended = state == 0 ? TaskEnd::returned : state == 2 ? TaskEnd::cancelled : TaskEnd::raised;
@@ -323,9 +355,13 @@ void StackModel::end_step(Thread& thread, Timestamp ts, bool suspends)
     if (!thread.m_steps.empty())
         thread.m_steps.back().nested_ns += ran;
     // The cascade of returns that ended the step, innermost first: suspended, or not.
-    end_suspended(step.task);
     TaskState& state = m_task_states[step.task];
-    state.suspended.assign(thread.m_returned.rbegin(), thread.m_returned.rend());
+    end_suspended(step.task);
+    // After a thrown step, the frames outside its root are suspended still, outside those.
+    state.suspended.assign(state.outer.begin(), state.outer.end());
+    state.outer.clear();
+    state.suspended.insert(state.suspended.end(), thread.m_returned.rbegin(),
+                           thread.m_returned.rend());
     thread.m_returned.clear();
     state.thread = &thread;
     state.suspended_at = ts;
@@ -356,6 +392,7 @@ void StackModel::finish_tasks()
             else if (task.steps == 0)
                 task.scheduled_ns += clipped(task.created, task.end);
         }
+        restore_outer(state);
         end_suspended(index);
         state.is_suspended = false;
         task.wall_ns = clipped(task.created, std::max(task.created, task.end));

@@ -68,6 +68,20 @@ struct InnermostRoot {
 };
 InnermostRoot innermost_root(PyThreadState* tstate) noexcept;
 
+// A coroutine's frame (frame, as innermost_frame() has it) and its coroutine, resumed by a
+// coroutine's frame (not a root), and task_root: the coroutine of the outermost frame of the
+// run of coroutines' and generators' frames that called it (tasks.hpp: when the thread runs no
+// step, the root of the task an exception was thrown into), else nullptr.
+struct Chain {
+    const void* frame;
+    const void* coroutine;
+    const void* task_root;
+};
+
+// The Chain of tstate's innermost frame (tstate: the calling thread's state). Precondition:
+// k_reads_frames_in_place. noexcept.
+Chain innermost_chain(PyThreadState* tstate) noexcept;
+
 #if PYUST_HAS_PER_THREAD_SETTERS
 // The setprofile back end's asyncio tests of a coroutine's frame object, read in place where
 // k_reads_frames_in_place (3.11; 3.10 has the fields public), as the frame-evaluation back end
@@ -78,6 +92,8 @@ const void* root_coroutine_of(PyFrameObject* frame) noexcept;
 // - Whether the frame, which returns to the profile function (PyTrace_RETURN), yielded (it is
 //   suspended) rather than returned for good.
 bool has_yielded(PyFrameObject* frame) noexcept;
+// - The Chain of the frame, which starts or resumes (PyTrace_CALL).
+Chain chain_of(PyFrameObject* frame) noexcept;
 #endif
 
 } // namespace pyust::hook::backend

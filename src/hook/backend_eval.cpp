@@ -269,6 +269,22 @@ inline PyGenObject* generator_of(_PyInterpreterFrame* frame) noexcept
 #endif
 }
 
+// The generator of the outermost frame of the run of generators' and coroutines' frames from
+// caller out (an exception thrown into a task links its chain's frames, its root's outermost),
+// or nullptr when caller is no such frame.
+inline PyGenObject* chain_root(_PyInterpreterFrame* caller) noexcept
+{
+    PyGenObject* root = nullptr;
+    for (; caller != nullptr; caller = caller->previous) {
+        if (!is_complete(caller))
+            continue;
+        if ((code_of(caller)->co_flags & k_generator_kinds) == 0)
+            break;
+        root = generator_of(caller);
+    }
+    return root;
+}
+
 // The coroutine or async generator whose frame this is, when it may be part of an asyncio task's
 // await chain (its code is an async def's); else nullptr.
 inline PyGenObject* awaiting_generator_of(const CodeInfo& info, _PyInterpreterFrame* frame) noexcept
@@ -288,18 +304,24 @@ inline bool has_yielded(const PyGenObject* generator, const PyObject* result) no
 // yielded) or finishes.
 [[gnu::noinline]] PyObject* evaluate_root(PyThreadState* tstate, _PyInterpreterFrame* frame,
                                           int throwflag, CodeInfo& info, std::uint64_t epoch,
-                                          bool is_announcer, PyGenObject* coroutine)
+                                          bool is_announcer, PyGenObject* coroutine,
+                                          PyGenObject* task_root)
 {
     check_session();
-    register_root(info);
-    const tasks::Step step = tasks::enter_step(coroutine);
-    s_state.emitter->call(info);
+    const bool is_traced = (info.trace & k_traced) != 0;
+    const tasks::Step step = tasks::enter_step(coroutine, is_traced, task_root);
+    const bool is_recorded = tasks::records_root(step, is_traced);
+    if (is_recorded) {
+        register_root(info);
+        s_state.emitter->call(info);
+    }
     PyObject* result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     const bool is_yield = has_yielded(coroutine, result);
     if (s_epoch == epoch) {
         if (is_announcer)
             --s_announcer_depth;
-        s_state.emitter->ret(info, result == nullptr);
+        if (is_recorded)
+            s_state.emitter->ret(info, result == nullptr);
     }
     const tasks::End end = result == nullptr ? tasks::End::raised
                            : is_yield        ? tasks::End::yielded
@@ -319,8 +341,18 @@ inline bool has_yielded(const PyGenObject* generator, const PyObject* result) no
                                                          bool is_announcer)
 {
     PyGenObject* generator = awaiting_generator_of(info, frame);
-    if (generator != nullptr && info.is_coroutine && is_root(innermost_frame(tstate)))
-        return evaluate_root(tstate, frame, throwflag, info, epoch, is_announcer, generator);
+    if (generator != nullptr && info.is_coroutine) {
+        _PyInterpreterFrame* caller = innermost_frame(tstate);
+        if (is_root(caller))
+            return evaluate_root(tstate, frame, throwflag, info, epoch, is_announcer, generator,
+                                 nullptr);
+        if (tasks::is_between_steps()) [[unlikely]] {
+            PyGenObject* task_root = chain_root(caller);
+            if (task_root != nullptr && task_root != generator && tasks::is_task(task_root))
+                return evaluate_root(tstate, frame, throwflag, info, epoch, is_announcer, generator,
+                                     task_root);
+        }
+    }
     const bool is_traced = (info.trace & k_traced) != 0;
     if (is_traced) {
         check_session();
@@ -595,6 +627,16 @@ const void* innermost_frame(PyThreadState* tstate) noexcept
     return frame;
 }
 
+Chain innermost_chain(PyThreadState* tstate) noexcept
+{
+    _PyInterpreterFrame* frame = eval_frame::innermost_frame(tstate);
+    while (frame != nullptr && !eval_frame::is_complete(frame))
+        frame = frame->previous;
+    if (frame == nullptr)
+        return {nullptr, nullptr, nullptr};
+    return {frame, eval_frame::generator_of(frame), eval_frame::chain_root(frame->previous)};
+}
+
 InnermostRoot innermost_root(PyThreadState* tstate) noexcept
 {
     _PyInterpreterFrame* frame = eval_frame::innermost_frame(tstate);
@@ -609,6 +651,12 @@ const void* root_coroutine_of(PyFrameObject* frame) noexcept
 {
     _PyInterpreterFrame* running = frame->f_frame;
     return eval_frame::is_root(running->previous) ? eval_frame::generator_of(running) : nullptr;
+}
+
+Chain chain_of(PyFrameObject* frame) noexcept
+{
+    _PyInterpreterFrame* running = frame->f_frame;
+    return {running, eval_frame::generator_of(running), eval_frame::chain_root(running->previous)};
 }
 
 bool has_yielded(PyFrameObject* frame) noexcept

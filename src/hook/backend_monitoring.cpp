@@ -221,16 +221,19 @@ bool is_innermost_root(const CodeInfo& info) noexcept
 // tstate): a step begins, and the frame's call is recorded whatever the filter says.
 [[gnu::noinline]] PyObject* on_root_enter(PyObject* const* args, CodeInfo& info,
                                           const backend::InnermostRoot& innermost,
-                                          PyThreadState* tstate) noexcept
+                                          PyThreadState* tstate, const void* task_root) noexcept
 {
     ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
     check_session();
-    register_root(info);
     if (t_root_count == 0)
         t_step_state = tstate;
-    t_roots[t_root_count++] = {innermost.frame, &info, innermost.coroutine,
-                               tasks::enter_step(innermost.coroutine)};
-    s_state.emitter->call(info);
+    const bool is_traced = (info.trace & k_traced) != 0;
+    const tasks::Step step = tasks::enter_step(innermost.coroutine, is_traced, task_root);
+    t_roots[t_root_count++] = {innermost.frame, &info, innermost.coroutine, step};
+    if (tasks::records_root(step, is_traced)) {
+        register_root(info);
+        s_state.emitter->call(info);
+    }
     return none();
 }
 
@@ -245,7 +248,14 @@ bool is_innermost_root(const CodeInfo& info) noexcept
         PyThreadState* tstate = current_state();
         if (const backend::InnermostRoot innermost = backend::innermost_root(tstate);
             innermost.coroutine != nullptr)
-            return on_root_enter(args, info, innermost, tstate);
+            return on_root_enter(args, info, innermost, tstate, nullptr);
+        if (tasks::is_between_steps()) [[unlikely]] { // an inner root?
+            const backend::Chain chain = backend::innermost_chain(tstate);
+            if (chain.task_root != nullptr && chain.task_root != chain.coroutine &&
+                tasks::is_task(chain.task_root))
+                return on_root_enter(args, info, {chain.frame, chain.coroutine}, tstate,
+                                     chain.task_root);
+        }
     }
 #endif
     if ((info.trace & k_traced) == 0)
@@ -289,9 +299,11 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
 // exception): the task's step ends, the task suspended (a yield, on value) or ended.
 [[gnu::noinline]] PyObject* on_root_exit(const CodeInfo& info, PyObject* value, Exit exit) noexcept
 {
-    ensure_thread(nullptr);
-    s_state.emitter->ret(info, exit == Exit::unwind);
     const OpenRoot& root = t_roots[--t_root_count];
+    if (tasks::records_root(root.step, (info.trace & k_traced) != 0)) {
+        ensure_thread(nullptr);
+        s_state.emitter->ret(info, exit == Exit::unwind);
+    }
     const tasks::End end = exit == Exit::unwind  ? tasks::End::raised
                            : exit == Exit::yield ? tasks::End::yielded
                                                  : tasks::End::returned;

@@ -84,6 +84,23 @@ inline const void* root_coroutine(PyFrameObject* frame) noexcept
 #endif
 }
 
+// The frame's coroutine and, when its caller is a coroutine's or a generator's frame, the
+// coroutine of the outermost frame of that run of callers (see backend::Chain).
+inline backend::Chain chain_of(PyFrameObject* frame) noexcept
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return backend::chain_of(frame);
+#else
+    const void* root = nullptr;
+    for (PyFrameObject* caller = frame->f_back;
+         caller != nullptr &&
+         (caller->f_code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+         caller = caller->f_back)
+        root = caller->f_gen;
+    return {frame, frame->f_gen, root};
+#endif
+}
+
 // Whether a coroutine's frame that returns to the profile function yielded (it is suspended)
 // rather than returned for good: the interpreter marks it suspended before it tells.
 inline bool has_yielded(PyFrameObject* frame) noexcept
@@ -96,14 +113,18 @@ inline bool has_yielded(PyFrameObject* frame) noexcept
 }
 
 // The call of a task's root frame (of coroutine): a task's step starts, and the call is recorded
-// whatever the filter says.
-[[gnu::noinline]] void on_root_call(PyFrameObject* frame, CodeInfo& info,
-                                    const void* coroutine) noexcept
+// whatever the filter says (an inner root's as it says).
+[[gnu::noinline]] void on_root_call(PyFrameObject* frame, CodeInfo& info, const void* coroutine,
+                                    const void* task_root = nullptr) noexcept
 {
     check_session();
-    register_root(info);
-    t_roots[t_root_count++] = {frame, coroutine, tasks::enter_step(coroutine)};
-    s_state.emitter->call(info);
+    const bool is_traced = (info.trace & k_traced) != 0;
+    const tasks::Step step = tasks::enter_step(coroutine, is_traced, task_root);
+    t_roots[t_root_count++] = {frame, coroutine, step};
+    if (tasks::records_root(step, is_traced)) {
+        register_root(info);
+        s_state.emitter->call(info);
+    }
 }
 
 // The frame that called a root frame when it is a step runner's (tasks::Role::step_runner),
@@ -125,6 +146,12 @@ const void* step_runner_of(PyFrameObject* root) noexcept
     if (info.is_coroutine && t_root_count < k_max_roots) {
         if (const void* coroutine = root_coroutine(frame))
             return on_root_call(frame, info, coroutine);
+        if (tasks::is_between_steps()) [[unlikely]] { // an inner root?
+            const backend::Chain chain = chain_of(frame);
+            if (chain.task_root != nullptr && chain.task_root != chain.coroutine &&
+                tasks::is_task(chain.task_root))
+                return on_root_call(frame, info, chain.coroutine, chain.task_root);
+        }
     }
     if ((info.trace & k_traced) != 0) {
         check_session();
@@ -137,9 +164,10 @@ const void* step_runner_of(PyFrameObject* root) noexcept
 [[gnu::noinline]] void on_root_return(PyFrameObject* frame, const CodeInfo& info, bool is_unwind,
                                       PyObject* value) noexcept
 {
-    s_state.emitter->ret(info, is_unwind);
-    const bool is_yield = !is_unwind && has_yielded(frame);
     const OpenRoot& root = t_roots[--t_root_count];
+    if (tasks::records_root(root.step, (info.trace & k_traced) != 0))
+        s_state.emitter->ret(info, is_unwind);
+    const bool is_yield = !is_unwind && has_yielded(frame);
     const tasks::End end = is_unwind  ? tasks::End::raised
                            : is_yield ? tasks::End::yielded
                                       : tasks::End::returned;

@@ -203,13 +203,14 @@ public:
     // A step is a record (batch_records.hpp): one per resumption of a task, about as many
     // as the calls of a program that awaits a lot.
     void task_step(std::uint64_t key, std::uint32_t resumed, std::uint8_t awaited,
-                   std::uint64_t awaited_id) noexcept override
+                   std::uint64_t awaited_id, std::uint8_t thrown) noexcept override
     {
         if (std::uint8_t* out = append(k_line, batch_records::k_task_step_id)) {
             out = put_varint(out, key);
             out = put_varint(out, resumed);
             out = put_varint(out, awaited);
             out = put_varint(out, awaited_id);
+            out = put_varint(out, thrown);
             t_records->size = static_cast<std::uint32_t>(out - t_records->bytes);
         }
     }

@@ -31,7 +31,7 @@ public:
     // a step and an end are records of the thread's batch, a task a standard event.
     virtual void task(std::uint64_t key, std::uint64_t parent, const char* name) noexcept = 0;
     virtual void task_step(std::uint64_t key, std::uint32_t resumed, std::uint8_t awaited,
-                           std::uint64_t awaited_id) noexcept = 0;
+                           std::uint64_t awaited_id, std::uint8_t thrown) noexcept = 0;
     virtual void task_end(std::uint64_t key, std::uint8_t state) noexcept = 0;
 
     // True while some session records python:code (or, in the fast mode,

@@ -39,7 +39,10 @@ public:
     void lost_start(std::uint64_t, std::uint64_t) noexcept override {}
     void process(const char*, const char*, bool, bool, const char*) noexcept override {}
     void task(std::uint64_t, std::uint64_t, const char*) noexcept override {}
-    void task_step(std::uint64_t, std::uint32_t, std::uint8_t, std::uint64_t) noexcept override {}
+    void task_step(std::uint64_t, std::uint32_t, std::uint8_t, std::uint64_t,
+                   std::uint8_t) noexcept override
+    {
+    }
     void task_end(std::uint64_t, std::uint8_t) noexcept override {}
     bool is_recording() const noexcept override { return false; }
 

@@ -62,9 +62,9 @@ public:
         PYUST_EMIT(task, key, parent, name);
     }
     void task_step(std::uint64_t key, std::uint32_t resumed, std::uint8_t awaited,
-                   std::uint64_t awaited_id) noexcept override
+                   std::uint64_t awaited_id, std::uint8_t thrown) noexcept override
     {
-        PYUST_EMIT(task_step, key, resumed, awaited, awaited_id);
+        PYUST_EMIT(task_step, key, resumed, awaited, awaited_id, thrown);
     }
     void task_end(std::uint64_t key, std::uint8_t state) noexcept override
     {

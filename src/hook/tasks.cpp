@@ -18,16 +18,20 @@ struct Suspension {
 
 namespace {
 
-// The key of the task whose step the thread runs (0: none): the parent of the tasks it
-// creates. Saved and restored around each step, so an eager task's first step, which runs
-// inside its creator's create_task, gives the creator back its key.
-thread_local std::uint64_t t_current __attribute__((tls_model("initial-exec"))) = 0;
+using detail::t_current;
 
 // The last task named on this thread and its name (a strong reference): asyncio.create_task
 // returns the task that BaseEventLoop.create_task, inside it, returned (and named) already,
 // and names it only then (3.10 to 3.13): named again only when its name changed.
 thread_local std::uint64_t t_last_named __attribute__((tls_model("initial-exec"))) = 0;
 thread_local PyObject* t_last_name __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// The task whose inner root ended (raised or returned) the thread's last step: the exception
+// (or value) goes on out of it, and the next root is the frame just outside. 0: none. Whether
+// a step of that cascade was told (python:task_step's thrown 2 for the next, else 1): an inner
+// root that the module filter leaves out has no python:task_step, as it has no python:call.
+thread_local std::uint64_t t_unwinding __attribute__((tls_model("initial-exec"))) = 0;
+thread_local bool t_is_cascade_told __attribute__((tls_model("initial-exec"))) = false;
 
 std::uint64_t key_of(const void* coroutine) noexcept
 {
@@ -312,28 +316,72 @@ Role role_of(const std::string& module, const std::string& qualname) noexcept
     return Role::none;
 }
 
-Step enter_step(const void* coroutine) noexcept
+bool is_task(const void* root) noexcept
 {
-    Step step{t_current, detail::t_yields, nullptr};
-    t_current = key_of(coroutine);
+    return s_suspended.count(key_of(root)) != 0;
+}
+
+Step enter_step(const void* coroutine, bool is_traced, const void* task_root) noexcept
+{
+    Step step{t_current, detail::t_yields, nullptr, task_root != nullptr, is_traced};
+    const std::uint64_t key = key_of(task_root != nullptr ? task_root : coroutine);
     detail::t_yields = 0;
     bool is_first = false;
     try {
-        const auto [entry, is_new] = s_suspended.try_emplace(t_current);
+        const auto [entry, is_new] = s_suspended.try_emplace(key);
         step.suspension = &entry->second;
         is_first = is_new;
     } catch (...) { // out of memory: the next step says it resumes nothing
     }
     if (is_first)
         name_at_first_step(coroutine, step.outer_task);
-    const Suspension last = step.suspension != nullptr ? *step.suspension : Suspension{};
-    s_state.emitter->task_step(t_current, last.resumed, last.awaited, last.awaited_id);
+    // A root that an exception thrown into its task resumes (an inner one, or the task's own
+    // as the cascade of an inner one's end reaches it).
+    const bool is_cascade = t_unwinding == key && key != 0;
+    const bool is_thrown = step.is_inner || is_cascade;
+    const bool is_told = is_cascade && t_is_cascade_told;
+    t_unwinding = 0;
+    t_current = key;
+    if (!step.is_inner || is_traced) {
+        const Suspension last = step.suspension != nullptr ? *step.suspension : Suspension{};
+        s_state.emitter->task_step(key, last.resumed, last.awaited, last.awaited_id,
+                                   is_told     ? 2
+                                   : is_thrown ? 1
+                                               : 0);
+        t_is_cascade_told = true;
+    } else {
+        t_is_cascade_told = is_told;
+    }
     return step;
 }
 
 void leave_step(const Step& step, const void* coroutine, End end, PyObject* value,
                 const void* runner) noexcept
 {
+    if (step.is_inner) {
+        // The frames of the chain outside the inner root stay suspended; the root's own counts
+        // when it is traced; the frames that yielded below it join them.
+        if (step.suspension == nullptr) { // out of memory at its task's first step
+            t_current = step.outer_task;
+            detail::t_yields = step.outer_yields;
+            return;
+        }
+        Suspension& suspension = *step.suspension;
+        const std::uint32_t outside =
+            suspension.resumed - (step.is_traced && suspension.resumed > 0 ? 1 : 0);
+        if (end == End::yielded) {
+            const Suspension awaited = awaited_of(value);
+            suspension.awaited = awaited.awaited;
+            suspension.awaited_id = awaited.awaited_id;
+            suspension.resumed = outside + detail::t_yields + (step.is_traced ? 1 : 0);
+        } else {
+            suspension.resumed = outside;
+            t_unwinding = t_current;
+        }
+        t_current = step.outer_task;
+        detail::t_yields = step.outer_yields;
+        return;
+    }
     if (end == End::yielded) {
         if (step.suspension != nullptr) {
             *step.suspension = awaited_of(value);

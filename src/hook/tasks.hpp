@@ -9,6 +9,13 @@
 // lookup. A root frame's call and return are recorded whatever the module filter
 // says (register_root()). Every function requires the GIL and never raises into
 // the program.
+//
+// An exception thrown into a suspended task (a cancellation, a timeout, a failed future it
+// awaited) resumes its await chain innermost first: CPython links the chain's frames, the
+// root's outermost, above the step runner's, and resumes the innermost coroutine's frame, then
+// each frame it unwinds into. Such a frame, a coroutine's resumed by a coroutine's while the
+// thread runs no step, is an "inner root": its step is its task's (python:task_step's
+// thrown), and it is recorded as the module filter says.
 #pragma once
 
 #include <cstdint>
@@ -34,20 +41,39 @@ Role role_of(const std::string& module, const std::string& qualname) noexcept;
 struct Suspension;
 
 // What enter_step() hands to leave_step(): the step it nests in (an eager task's first step runs
-// inside its creator's), and where the task's suspension is kept (null: out of memory). Trivial
-// (no member initialisers), so that the back ends' thread-local arrays of open roots need no
-// per-thread construction, which a thread-local reaches through __tls_get_addr.
+// inside its creator's), where the task's suspension is kept (null: out of memory), whether the
+// root is an inner one (and then whether it is traced). Trivial (no member initialisers), so
+// that the back ends' thread-local arrays of open roots need no per-thread construction, which
+// a thread-local reaches through __tls_get_addr.
 struct Step {
     std::uint64_t outer_task;
     std::uint32_t outer_yields;
     Suspension* suspension;
+    bool is_inner;
+    bool is_traced;
 };
 
-// A root coroutine frame of the coroutine object at coroutine starts or resumes: emits
-// python:task_step (with what the task's last suspension left: how many frames it resumes,
-// what it waited on), after python:task on a first step that no factory named, and makes it
-// the calling thread's current task. noexcept.
-Step enter_step(const void* coroutine) noexcept;
+// Whether the back end records the call and the return of the root of step, whose code's
+// traced verdict is is_traced: a task's root always, an inner root as the filter says.
+inline bool records_root(const Step& step, bool is_traced) noexcept
+{
+    return !step.is_inner || is_traced;
+}
+
+// Whether the calling thread runs no task's step: a coroutine's frame resumed by a coroutine's
+// then may be an inner root. noexcept.
+inline bool is_between_steps() noexcept;
+
+// Whether root is the coroutine of a task's root frame, of a task started and not ended (the
+// outermost of the frames an inner root's resumption linked). noexcept.
+bool is_task(const void* root) noexcept;
+
+// A root coroutine frame of the coroutine object at coroutine starts or resumes (is_traced:
+// its code's traced verdict; task_root: for an inner root, its task's root coroutine, for
+// which is_task(), else nullptr): emits python:task_step (with what the task's last suspension
+// left: how many frames it resumes, what it waited on), after python:task on a first step that
+// no factory named, and makes it the calling thread's current task. noexcept.
+Step enter_step(const void* coroutine, bool is_traced, const void* task_root = nullptr) noexcept;
 
 // A traced coroutine frame other than a root yielded (suspended) during the step: one more
 // frame the task's next step resumes. noexcept.
@@ -80,10 +106,19 @@ void on_runner_return(const void* frame) noexcept;
 void on_factory_return(PyObject* result) noexcept;
 
 namespace detail {
+// The key of the task whose step the thread runs (0: none): the parent of the tasks it
+// creates. Saved and restored around each step, so an eager task's first step, which runs
+// inside its creator's create_task, gives the creator back its key.
+inline thread_local std::uint64_t t_current __attribute__((tls_model("initial-exec"))) = 0;
 // Frames that yielded during the thread's current step (on_yield()). Defined here, constant
 // initialised: a thread-local defined in another file is reached through a wrapper function.
 inline thread_local std::uint32_t t_yields __attribute__((tls_model("initial-exec"))) = 0;
 } // namespace detail
+
+inline bool is_between_steps() noexcept
+{
+    return detail::t_current == 0;
+}
 
 inline void on_yield() noexcept
 {

@@ -309,11 +309,6 @@ def test_tasks_end_cancelled_failed_or_done_as_asyncio_says(make_program, tmp_pa
         assert (last.awaited, last.awaited_id) == ("future", future), name
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a step that starts with a throw (a cancellation, a timeout, an awaited future's "
-    "exception) resumes the await chain innermost first; the hook announces the step only at "
-    "the root's resumption, after the inner frames ran, and not at all when an inner frame "
-    "catches the exception and awaits again"))
 def test_frames_a_cancellation_resumes_run_for_their_task(make_program, tmp_path):
     """The frames that a cancellation or a timeout resumes run for their task: park()'s frames,
     which the cancellations unwind, count under their tasks as in the reference, none
@@ -361,10 +356,6 @@ asyncio.run(main())
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the throw into outer -> inner -> park resumes park, then inner, which catches the "
-    "cancellation and parks again: outer's frame never resumes, and the hook, which waits "
-    "for the root, announces no step"))
 def test_a_caught_cancellation_is_a_step_of_its_task(make_program, tmp_path):
     """A cancellation that the task's inner coroutine catches, then parks again, is a step of
     the task: three steps (the first, the caught cancellation, the last one), the second and

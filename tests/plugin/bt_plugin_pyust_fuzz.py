@@ -76,7 +76,8 @@ def mix(rng, events, threads, huge, tasks=False):
                 yield "task_step", {"task": rng.choice(keys),
                                     "resumed": rng.choice([0, 1, 2, 3, 2**32 - 1]),
                                     "awaited": rng.randrange(256),
-                                    "awaited_id": rng.choice(keys)}, tid
+                                    "awaited_id": rng.choice(keys),
+                                    "thrown": rng.choice([0, 0, 1, 2, 255])}, tid
             else:
                 yield "task_end", {"task": rng.choice(keys), "state": rng.randrange(256)}, tid
             continue

@@ -273,7 +273,8 @@ def build_trace_class(source):
         "thread": [("tid", "i64"), ("name", "str")],
         "process": [("version", "str"), ("backend", "str"), ("lines", "u8"), ("c_calls", "u8")],
         "task": [("task", "id"), ("parent", "id"), ("name", "str")],
-        "task_step": [("task", "id"), ("resumed", "u32"), ("awaited", "u8"), ("awaited_id", "id")],
+        "task_step": [("task", "id"), ("resumed", "u32"), ("awaited", "u8"), ("awaited_id", "id"),
+                      ("thrown", "u8")],
         "task_end": [("task", "id"), ("state", "u8")],
     }
     classes = {}

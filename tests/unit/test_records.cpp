@@ -263,8 +263,9 @@ TEST_CASE("every kind reads back exactly at the edges of each field's widths")
         hook_record(bytes, encoding::k_line, encoding::k_max_advance, encoding::k_task_step_id,
                     id_high, 0);
         bytes.pop_back(); // its fields instead of the line
-        for (const std::uint64_t field : {~std::uint64_t{0}, std::uint64_t{0xffffffffu},
-                                          encoding::k_max_awaited, ~std::uint64_t{0}})
+        for (const std::uint64_t field :
+             {~std::uint64_t{0}, std::uint64_t{0xffffffffu}, encoding::k_max_awaited,
+              ~std::uint64_t{0}, encoding::k_max_thrown})
             put_varint(bytes, field);
         CHECK(bytes.size() == encoding::k_max_record);
         bytes.clear();
@@ -321,14 +322,16 @@ TEST_CASE("a task step reads back between the records around it, at every key's 
 {
     for (const std::uint64_t key : width_edges(~std::uint64_t{0})) {
         CAPTURE(key);
-        // The key, resumed, awaited and awaited_id after code id 0.
+        // The key, resumed, awaited, awaited_id and thrown after code id 0.
+        const std::uint8_t thrown = key % (encoding::k_max_thrown + 1);
         const Record step = task_record_between_calls(
-            encoding::k_task_step_id, {key, 0xffffffffu, encoding::k_max_awaited, ~key});
+            encoding::k_task_step_id, {key, 0xffffffffu, encoding::k_max_awaited, ~key, thrown});
         CHECK(step.kind == RecordKind::task_step);
         CHECK(step.task == key);
         CHECK(step.resumed == 0xffffffffu);
         CHECK(step.awaited == encoding::k_max_awaited);
         CHECK(step.awaited_id == ~key);
+        CHECK(step.thrown == thrown);
     }
 }
 
@@ -405,8 +408,20 @@ TEST_CASE("a damaged batch says what is wrong, and where")
         put_varint(bytes, 1);              // resumed
         put_varint(bytes, 5);              // awaited: at most 4
         put_varint(bytes, 0);              // awaited_id
+        put_varint(bytes, 0);              // thrown
         CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
-              "a task step's resumed or awaited is out of range at index 0");
+              "a task step's resumed, awaited or thrown is out of range at index 0");
+    }
+    SUBCASE("a task step's thrown out of range")
+    {
+        std::vector<std::uint8_t> bytes;
+        put_record(bytes, 3 | 4, 1, 0, 7); // far line record of id 0; 7: its key
+        put_varint(bytes, 1);              // resumed
+        put_varint(bytes, 2);              // awaited
+        put_varint(bytes, 0);              // awaited_id
+        put_varint(bytes, 3);              // thrown: at most 2
+        CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
+              "a task step's resumed, awaited or thrown is out of range at index 0");
     }
     SUBCASE("a task end's state out of range")
     {

@@ -46,10 +46,10 @@ struct Loop {
             ret(id);
     }
     void step(std::uint64_t key, std::uint32_t resumed, std::uint8_t awaited = 0,
-              Timestamp after = 10)
+              Timestamp after = 10, std::uint8_t thrown = 0)
     {
         call(run_id);
-        model.on_task_step(at(after), key, resumed, awaited, 0);
+        model.on_task_step(at(after), key, resumed, awaited, 0, thrown);
     }
     const Thread& thread() { return *model.threads().at(0); }
     std::uint64_t calls_of(std::uint64_t id) const
@@ -90,6 +90,46 @@ struct Loop {
 };
 
 } // namespace
+
+TEST_CASE("an exception thrown into a task resumes its chain innermost first, in one step")
+{
+    // worker > fetch > sleep suspended; a cancellation resumes sleep, which raises, then fetch
+    // (thrown 2: the same step), which catches it, calls parse and sleeps again; the next step
+    // resumes worker, fetch and sleep, which return for good.
+    Loop loop;
+    loop.model.on_task(loop.at(), task_a, 0, "worker a");
+    loop.worker_step(task_a, true);
+    loop.step(task_a, 3, 2, 1000, 1);
+    loop.call(sleep_id);
+    loop.rets({sleep_id, run_id});
+    loop.step(task_a, 2, 2, 10, 2);
+    loop.calls({fetch_id, parse_id});
+    loop.ret(parse_id);
+    loop.call(sleep_id);
+    loop.rets({sleep_id, fetch_id, run_id});
+    loop.step(task_a, 3, 2, 1000);
+    loop.calls({worker_id, fetch_id, sleep_id});
+    loop.rets({sleep_id, fetch_id, worker_id});
+    loop.model.on_task_end(loop.at(), task_a, 2);
+    loop.ret(run_id);
+    loop.model.finish();
+    CHECK(loop.calls_of(worker_id) == 1);
+    CHECK(loop.calls_of(fetch_id) == 1);
+    CHECK(loop.calls_of(sleep_id) == 2);
+    CHECK(loop.calls_of(parse_id) == 1);
+    REQUIRE(loop.model.tasks().size() == 1);
+    const Task& task = loop.model.tasks()[0];
+    CHECK(task.steps == 3);
+    CHECK(task.ended == TaskEnd::cancelled);
+    CHECK(loop.tree(loop.model.task_nodes(), task.root) == std::vector<std::string>{
+                                                               "__main__:worker 1",
+                                                               "  __main__:fetch 1",
+                                                               "    asyncio.tasks:sleep 2",
+                                                               "    __main__:parse 1",
+                                                           });
+    // Two awaits of sleep: the one the cancellation ended, and the last.
+    CHECK(task.awaits[static_cast<std::size_t>(AwaitKind::sleep)] == 2);
+}
 
 TEST_CASE("a coroutine's resumptions continue its call: one call, its steps' time")
 {

@@ -199,6 +199,7 @@ void EventReader::read_class_info(const bt_event_class* event_class, ClassInfo& 
             info.number = find_member(payload, "resumed");
             info.awaited = find_member(payload, "awaited");
             info.awaited_id = find_member(payload, "awaited_id");
+            info.thrown = find_member(payload, "thrown");
             break;
         case PythonKind::task_end:
             info.id = find_member(payload, "task");
@@ -321,6 +322,8 @@ bool EventReader::decode(const bt_message* message, PythonEvent& out)
         out.awaited_id = info.awaited_id.index >= 0
                              ? static_cast<std::uint64_t>(read_int(payload, info.awaited_id))
                              : 0;
+        out.thrown =
+            info.thrown.index >= 0 ? static_cast<std::uint8_t>(read_int(payload, info.thrown)) : 0;
     }
     out.name = read_string(payload, info.name);
     out.owner = read_string(payload, info.owner);
@@ -430,7 +433,7 @@ void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
         break;
     case PythonKind::task_step:
         model.on_task_step(thread, event.id, static_cast<std::uint32_t>(event.number),
-                           event.awaited, event.awaited_id);
+                           event.awaited, event.awaited_id, event.thrown);
         break;
     case PythonKind::task_end:
         model.on_task_end(thread, event.id, static_cast<std::uint8_t>(event.number));

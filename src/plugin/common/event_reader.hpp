@@ -61,6 +61,7 @@ struct PythonEvent {
                                   // (task_end)
     std::uint64_t awaited_id = 0; // task_step
     std::uint8_t awaited = 0;     // task_step
+    std::uint8_t thrown = 0;      // task_step
     std::string_view name;        // call, c_call: name; code: qualname; thread: name; process: the
                                   // command line (empty in older traces); syscall_entry: the
                                   // system call's name ("syscall_N" for an unknown number)
@@ -142,7 +143,7 @@ private:
             payload
         } key_scope = KeyScope::common;
         Member vpid, vtid;
-        Member id, number, name, owner, file, code_name, awaited, awaited_id;
+        Member id, number, name, owner, file, code_name, awaited, awaited_id, thrown;
         // Native frames: payload addr, context ip, and the debug_info structure of the
         // context with its bin and func members (-1: absent).
         Member addr, ip, debug_info;

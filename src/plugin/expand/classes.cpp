@@ -123,8 +123,10 @@ void find_payload_members(const std::string& where, Target& target)
         target.step_resumed = find_member(payload(target.task_step), "resumed");
         target.step_awaited = find_member(payload(target.task_step), "awaited");
         target.step_awaited_id = find_member(payload(target.task_step), "awaited_id");
+        target.step_thrown = find_member(payload(target.task_step), "thrown");
         if (target.step_task.index < 0 || target.step_resumed.index < 0 ||
-            target.step_awaited.index < 0 || target.step_awaited_id.index < 0)
+            target.step_awaited.index < 0 || target.step_awaited_id.index < 0 ||
+            target.step_thrown.index < 0)
             throw Error("Cannot expand python:batch: reason=python:task_step lacks a payload "
                         "field (not pyust's event model?)" +
                         where);

@@ -38,7 +38,7 @@ struct Target {
     const bt_event_class* task_step = nullptr;
     const bt_event_class* task_end = nullptr;
     FieldMember call_id, call_name, ret_id, ret_unwind, line_id, line_line;
-    FieldMember step_task, step_resumed, step_awaited, step_awaited_id;
+    FieldMember step_task, step_resumed, step_awaited, step_awaited_id, step_thrown;
     FieldMember end_task, end_state;
     FieldMember vpid, vtid; // in the common context
     std::unique_ptr<Clock> clock;

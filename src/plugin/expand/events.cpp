@@ -52,6 +52,7 @@ MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Re
         set_int(member_of(payload, target.step_awaited), record.awaited);
         set_int(member_of(payload, target.step_awaited_id),
                 static_cast<std::int64_t>(record.awaited_id));
+        set_int(member_of(payload, target.step_thrown), record.thrown);
         break;
     case RecordKind::task_end:
         set_int(member_of(payload, target.end_task), static_cast<std::int64_t>(record.task));

@@ -61,17 +61,21 @@ bool RecordReader::next(Record& record) noexcept
         record.kind = RecordKind::task_step;
         std::uint64_t resumed = 0;
         std::uint64_t awaited = 0;
+        std::uint64_t thrown = 0;
         if ((m_fault = batch_records::read_varint(m_at, m_end, record.task)) ||
             (m_fault = batch_records::read_varint(m_at, m_end, resumed)) ||
             (m_fault = batch_records::read_varint(m_at, m_end, awaited)) ||
-            (m_fault = batch_records::read_varint(m_at, m_end, record.awaited_id)))
+            (m_fault = batch_records::read_varint(m_at, m_end, record.awaited_id)) ||
+            (m_fault = batch_records::read_varint(m_at, m_end, thrown)))
             return false;
-        if (resumed > 0xffffffffu || awaited > batch_records::k_max_awaited) {
-            m_fault = "a task step's resumed or awaited is out of range";
+        if (resumed > 0xffffffffu || awaited > batch_records::k_max_awaited ||
+            thrown > batch_records::k_max_thrown) {
+            m_fault = "a task step's resumed, awaited or thrown is out of range";
             return false;
         }
         record.resumed = static_cast<std::uint32_t>(resumed);
         record.awaited = static_cast<std::uint8_t>(awaited);
+        record.thrown = static_cast<std::uint8_t>(thrown);
     } else if (batch_records::is_task_end(head, id)) {
         record.kind = RecordKind::task_end;
         std::uint64_t state = 0;

@@ -33,7 +33,8 @@ struct Record {
     std::uint64_t task = 0;       // task steps and ends only: the task's key;
     std::uint64_t awaited_id = 0; // a step's: what its suspension waited on (python_tp.h),
     std::uint32_t resumed = 0;    // how many frames it resumes,
-    std::uint8_t awaited = 0;     // what kind of thing its suspension waited on;
+    std::uint8_t awaited = 0;     // what kind of thing its suspension waited on,
+    std::uint8_t thrown = 0;      // whether an exception thrown in resumes its innermost frame;
     std::uint8_t state = 0;       // an end's: how the task ended
     std::uint32_t line = 0;       // line records only
     RecordKind kind = RecordKind::call;

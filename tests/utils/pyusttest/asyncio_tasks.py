@@ -7,6 +7,8 @@ starts one of its steps just before its root frame's call (the step's first `res
 resume the frames its last step suspended; `awaited` and `awaited_id` say on what), the root's
 return ends the step, and python:task_end says how the task ended. An eager task's first step
 (3.12+) comes before the python:task that names it: create_task names it when the step is over.
+A step that an exception thrown into the task starts (`thrown` 1) resumes one frame, the
+innermost of its chain, and those it unwinds into next (`thrown` 2) go on the same step.
 
 Calls are "module:qualname" (qualname is co_name before 3.11), as the reference names them.
 """
@@ -118,18 +120,22 @@ def read_tasks(trace, probe: str | None = None) -> Tasks:
                 task.parent = by_key.get(f["parent"])
         elif name == "python:task_step":
             task = task_of(f["task"])
-            awaited = by_key.get(f["awaited_id"]) if f["awaited"] == 3 else None
-            step = Step(f["resumed"], AWAITED[f["awaited"]], f["awaited_id"], awaited,
-                        begin=index)
-            task.steps.append(step)
-            thread["pending"] = (task, step)
+            thrown = f.get("thrown", 0)
+            if thrown == 2 and task.steps:
+                step = task.steps[-1]
+            else:
+                awaited = by_key.get(f["awaited_id"]) if f["awaited"] == 3 else None
+                step = Step(f["resumed"], AWAITED[f["awaited"]], f["awaited_id"], awaited,
+                            begin=index)
+                task.steps.append(step)
+            thread["pending"] = (task, step, min(f["resumed"], 1) if thrown else f["resumed"])
         elif name == "python:call":
             frames = thread["frames"]
             frames.append(label(f["id"]))
             if thread["pending"] is not None:
-                task, step = thread["pending"]
+                task, step, to_resume = thread["pending"]
                 thread["pending"] = None
-                thread["running"].append([task, step, len(frames), step.resumed])
+                thread["running"].append([task, step, len(frames), to_resume])
             running = thread["running"][-1] if thread["running"] else None
             if running is not None and running[3] > 0:
                 running[1].resumes.append(frames[-1])
