@@ -352,6 +352,9 @@ inline bool has_yielded(const PyGenObject* generator, const PyObject* result) no
                 return evaluate_root(tstate, frame, throwflag, info, epoch, is_announcer, generator,
                                      task_root);
         }
+        if (tasks::has_eager_hint() && tasks::is_eager_start(generator)) [[unlikely]]
+            return evaluate_root(tstate, frame, throwflag, info, epoch, is_announcer, generator,
+                                 nullptr);
     }
     const bool is_traced = (info.trace & k_traced) != 0;
     if (is_traced) {
@@ -370,6 +373,8 @@ inline bool has_yielded(const PyGenObject* generator, const PyObject* result) no
         tasks::on_yield();
     if (info.is_task_factory && result != nullptr)
         tasks::on_factory_return(result);
+    if (info.is_eager_probe)
+        tasks::on_probe_return(result);
     return result;
 }
 

@@ -256,6 +256,11 @@ bool is_innermost_root(const CodeInfo& info) noexcept
                 return on_root_enter(args, info, {chain.frame, chain.coroutine}, tstate,
                                      chain.task_root);
         }
+        if (tasks::has_eager_hint()) [[unlikely]] {
+            const backend::Chain chain = backend::innermost_chain(tstate);
+            if (tasks::is_eager_start(chain.coroutine))
+                return on_root_enter(args, info, {chain.frame, chain.coroutine}, tstate, nullptr);
+        }
     }
 #endif
     if ((info.trace & k_traced) == 0)
@@ -336,6 +341,8 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
         return on_root_exit(info, value, exit);
     if (info.is_task_factory)
         return on_factory_exit(info, value, exit);
+    if (info.is_eager_probe)
+        tasks::on_probe_return(exit == Exit::ret ? value : nullptr);
     if ((info.trace & k_traced) != 0) {
         if (exit == Exit::yield &&
             (info.is_coroutine || (info.is_async_generator && !tasks::is_async_yield(value))))

@@ -152,6 +152,11 @@ const void* step_runner_of(PyFrameObject* root) noexcept
                 tasks::is_task(chain.task_root))
                 return on_root_call(frame, info, chain.coroutine, chain.task_root);
         }
+        if (tasks::has_eager_hint()) [[unlikely]] {
+            const void* coroutine = chain_of(frame).coroutine;
+            if (tasks::is_eager_start(coroutine))
+                return on_root_call(frame, info, coroutine);
+        }
     }
     if ((info.trace & k_traced) != 0) {
         check_session();
@@ -195,6 +200,8 @@ const void* step_runner_of(PyFrameObject* root) noexcept
     }
     if (info.is_task_factory && !is_unwind)
         tasks::on_factory_return(value);
+    if (info.is_eager_probe)
+        tasks::on_probe_return(is_unwind ? nullptr : value);
 }
 
 // Filtered-out calls and returns pay only the verdict lookup; asyncio's take their own path.

@@ -157,10 +157,11 @@ CodeInfo* register_code(PyCodeObject* code, ModuleFor module_for) noexcept
         const tasks::Role role = tasks::role_of(info.module, info.qualname);
         info.is_task_factory = role == tasks::Role::factory;
         info.is_step_runner = role == tasks::Role::step_runner;
+        info.is_eager_probe = role == tasks::Role::eager_probe;
         info.is_coroutine = (code->co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE)) != 0;
         info.is_async_generator = (code->co_flags & CO_ASYNC_GENERATOR) != 0;
-        if (info.is_task_factory || info.is_step_runner || info.is_coroutine ||
-            info.is_async_generator)
+        if (info.is_task_factory || info.is_step_runner || info.is_eager_probe ||
+            info.is_coroutine || info.is_async_generator)
             info.trace = k_asyncio;
         decide(info);
         compat::set_code_extra(code, s_state.extra_index, &info);

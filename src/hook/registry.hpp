@@ -55,6 +55,7 @@ struct CodeInfo {
     // An async generator's frame may be part of a task's await chain (an await in its body).
     bool is_async_generator = false;
     bool is_step_runner = false; // runs a task's step (tasks::Role::step_runner)
+    bool is_eager_probe = false; // asks whether a task may start eagerly (Role::eager_probe)
     // The generation in which python:code registered it as a task's root frame, which is
     // recorded even when the filter leaves its code out (0: never).
     std::uint32_t root_generation = 0;

@@ -307,13 +307,32 @@ Role role_of(const std::string& module, const std::string& qualname) noexcept
     // 3.11 and 3.12 name a task group's task after the loop's create_task returned it.
     if (module == "asyncio.taskgroups" && qualname == "TaskGroup.create_task")
         return Role::factory;
-#if PY_VERSION_HEX < 0x030C0000
+#if PY_VERSION_HEX >= 0x030C0000
+    if (module == "asyncio.base_events" && qualname == "BaseEventLoop.is_running")
+        return Role::eager_probe;
+#else
     if (module == "asyncio.events" && (qualname == "Handle._run" || qualname == "_run"))
         return Role::step_runner;
     if (module == "asyncio.tasks" && (qualname == "Task.__step" || qualname == "__step"))
         return Role::step_runner;
 #endif
     return Role::none;
+}
+
+bool is_eager_start(const void* coroutine) noexcept
+{
+    detail::t_eager_hint = false;
+    const Asyncio& types = asyncio();
+    if (types.current_task == nullptr || coroutine == nullptr)
+        return false;
+    compat::SavedError saved;
+    PyObject* task = PyObject_CallNoArgs(types.current_task);
+    PyObject* running =
+        task != nullptr && task != Py_None ? call_method(task, types.get_coro) : nullptr;
+    Py_XDECREF(running); // compared by identity: the task holds it
+    Py_XDECREF(task);
+    PyErr_Clear();
+    return running == coroutine;
 }
 
 bool is_task(const void* root) noexcept

@@ -33,6 +33,10 @@ enum class Role : std::uint8_t {
     // Runs a task's step (Handle._run, the pure-Python Task's __step), where a profile function
     // (3.10, 3.11), which does not see a root's exception, learns how a task ended.
     step_runner,
+    // BaseEventLoop.is_running, which the C Task's constructor asks just before it runs an
+    // eager first step (3.12+: asyncio.Task(coro, eager_start=True)): from a coroutine's frame,
+    // as aiohttp does, the new coroutine's frame is then resumed by a coroutine's.
+    eager_probe,
 };
 
 // The role of the code named module:qualname (qualname is co_name before 3.11). noexcept.
@@ -101,6 +105,19 @@ void leave_step(const Step& step, const void* coroutine, End end, PyObject* valu
 // leave_step() deferred to it. noexcept.
 void on_runner_return(const void* frame) noexcept;
 
+// An eager probe (Role::eager_probe) returned result: when it is True, the next coroutine's
+// frame to start may be an eager task's first step (is_eager_start()). noexcept.
+inline void on_probe_return(PyObject* result) noexcept;
+
+// Whether the calling thread's last eager probe answered True and no coroutine's frame started
+// since. noexcept.
+inline bool has_eager_hint() noexcept;
+
+// Whether the coroutine, whose frame starts or resumes called by a coroutine's (not a root, by
+// the caller's test), starts an eager task's first step: it is the current task's coroutine.
+// Called when has_eager_hint(), which it clears. noexcept.
+bool is_eager_start(const void* coroutine) noexcept;
+
 // A factory (Role::factory) returned result: python:task for it, when it is a task (has
 // get_coro()) not named already by an inner factory's return. noexcept.
 void on_factory_return(PyObject* result) noexcept;
@@ -110,10 +127,22 @@ namespace detail {
 // creates. Saved and restored around each step, so an eager task's first step, which runs
 // inside its creator's create_task, gives the creator back its key.
 inline thread_local std::uint64_t t_current __attribute__((tls_model("initial-exec"))) = 0;
+// on_probe_return()'s hint.
+inline thread_local bool t_eager_hint __attribute__((tls_model("initial-exec"))) = false;
 // Frames that yielded during the thread's current step (on_yield()). Defined here, constant
 // initialised: a thread-local defined in another file is reached through a wrapper function.
 inline thread_local std::uint32_t t_yields __attribute__((tls_model("initial-exec"))) = 0;
 } // namespace detail
+
+inline void on_probe_return(PyObject* result) noexcept
+{
+    detail::t_eager_hint = result == Py_True;
+}
+
+inline bool has_eager_hint() noexcept
+{
+    return detail::t_eager_hint;
+}
 
 inline bool is_between_steps() noexcept
 {

@@ -449,10 +449,6 @@ def test_a_task_no_create_task_made_is_named_at_its_first_step(make_program, tmp
     assert (direct.calls, direct.end, direct.parent) == ({"__main__:child": 1}, "done", None)
 
 
-@pytest.mark.xfail(python_version(PYTHON) >= (3, 12), strict=True, reason=(
-    "asyncio.Task(coro, eager_start=True) called in a coroutine (as aiohttp 3.10+ does on "
-    "3.12+) runs the task's first step from that coroutine's frame: the hook takes the new "
-    "coroutine's frame for one the caller awaits, not for a task's root"))
 def test_an_eager_task_started_in_a_coroutine_runs_its_first_step_for_itself(make_program,
                                                                             tmp_path):
     """A task constructed with eager_start=True (3.12+) in main()'s step runs its first step
