@@ -15,7 +15,11 @@
 // root's outermost, above the step runner's, and resumes the innermost coroutine's frame, then
 // each frame it unwinds into. Such a frame, a coroutine's resumed by a coroutine's while the
 // thread runs no step, is an "inner root": its step is its task's (python:task_step's
-// thrown), and it is recorded as the module filter says.
+// thrown), and it is recorded as the module filter says. And a task that asyncio.Task(coro,
+// eager_start=True) starts in a coroutine's step (3.12+) runs its first step at once, its frame
+// called by that coroutine's: once the loop's is_running() (Role::eager_probe), which the C
+// Task asks first, answered True, the next coroutine to start is compared with
+// asyncio.current_task()'s.
 #pragma once
 
 #include <cstdint>
