@@ -372,7 +372,7 @@ inline bool has_yielded(const PyGenObject* generator, const PyObject* result) no
         (info.is_coroutine || !tasks::is_async_yield(result)))
         tasks::on_yield();
     if (info.is_task_factory && result != nullptr)
-        tasks::on_factory_return(result);
+        tasks::on_factory_return(result, info.is_task_adopter);
     if (info.is_eager_probe)
         tasks::on_probe_return(result);
     return result;

@@ -321,7 +321,7 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
                                             Exit exit) noexcept
 {
     if (exit == Exit::ret && value != nullptr)
-        tasks::on_factory_return(value);
+        tasks::on_factory_return(value, info.is_task_adopter);
     if ((info.trace & k_traced) != 0) {
         ensure_thread(nullptr);
         s_state.emitter->ret(info, exit == Exit::unwind);

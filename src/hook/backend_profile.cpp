@@ -199,7 +199,7 @@ const void* step_runner_of(PyFrameObject* root) noexcept
             tasks::on_yield();
     }
     if (info.is_task_factory && !is_unwind)
-        tasks::on_factory_return(value);
+        tasks::on_factory_return(value, info.is_task_adopter);
     if (info.is_eager_probe)
         tasks::on_probe_return(is_unwind ? nullptr : value);
 }

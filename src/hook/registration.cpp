@@ -155,7 +155,8 @@ CodeInfo* register_code(PyCodeObject* code, ModuleFor module_for) noexcept
                                   std::move(file), static_cast<std::uint32_t>(code->co_firstlineno),
                                   false, utf8_or_unknown(code->co_name));
         const tasks::Role role = tasks::role_of(info.module, info.qualname);
-        info.is_task_factory = role == tasks::Role::factory;
+        info.is_task_factory = role == tasks::Role::factory || role == tasks::Role::adopter;
+        info.is_task_adopter = role == tasks::Role::adopter;
         info.is_step_runner = role == tasks::Role::step_runner;
         info.is_eager_probe = role == tasks::Role::eager_probe;
         info.is_coroutine = (code->co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE)) != 0;

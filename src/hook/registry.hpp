@@ -51,6 +51,7 @@ struct CodeInfo {
     // asyncio (tasks.hpp; either sets k_asyncio): code that returns a new task (an event loop's
     // create_task), and an async def's code (CO_COROUTINE), whose frame may be a task's root.
     bool is_task_factory = false;
+    bool is_task_adopter = false; // a factory of tasks it may not have made (Role::adopter)
     bool is_coroutine = false;
     // An async generator's frame may be part of a task's await chain (an await in its body).
     bool is_async_generator = false;

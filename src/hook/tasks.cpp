@@ -304,6 +304,8 @@ Role role_of(const std::string& module, const std::string& qualname) noexcept
         return Role::factory;
     if (module == "asyncio.tasks" && qualname == "create_task")
         return Role::factory;
+    if (module == "asyncio.tasks" && qualname == "_ensure_future")
+        return Role::adopter;
     // 3.11 and 3.12 name a task group's task after the loop's create_task returned it.
     if (module == "asyncio.taskgroups" && qualname == "TaskGroup.create_task")
         return Role::factory;
@@ -433,7 +435,7 @@ void on_runner_return(const void* frame) noexcept
         end_deferred();
 }
 
-void on_factory_return(PyObject* result) noexcept
+void on_factory_return(PyObject* result, bool is_adopter) noexcept
 {
     if (!s_state.is_active || result == Py_None)
         return;
@@ -447,7 +449,9 @@ void on_factory_return(PyObject* result) noexcept
     // 3.13.0), and its end is in the trace: a name given from now on (3.12's create_task names
     // the task its factory returned, 3.12 and 3.13) is not told.
     PyObject* coroutine = is_done ? nullptr : call_method(result, methods.get_coro);
-    if (coroutine != nullptr) {
+    const bool is_named = coroutine != nullptr && (s_named.count(key_of(coroutine)) != 0 ||
+                                                   s_suspended.count(key_of(coroutine)) != 0);
+    if (coroutine != nullptr && !(is_adopter && is_named)) {
         name_task(result, key_of(coroutine), t_current);
         Py_DECREF(coroutine);
     }

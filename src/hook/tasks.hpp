@@ -34,6 +34,10 @@ enum class Role : std::uint8_t {
     none,
     factory, // returns a new task: BaseEventLoop.create_task, asyncio.create_task,
              // TaskGroup.create_task
+    // Returns a task it may not have made (asyncio.tasks._ensure_future, gather's): named there
+    // when nothing named it yet, as the task of a loop whose create_task is no Python code
+    // (uvloop's).
+    adopter,
     // Runs a task's step (Handle._run, the pure-Python Task's __step), where a profile function
     // (3.10, 3.11), which does not see a root's exception, learns how a task ended.
     step_runner,
@@ -122,9 +126,10 @@ inline bool has_eager_hint() noexcept;
 // Called when has_eager_hint(), which it clears. noexcept.
 bool is_eager_start(const void* coroutine) noexcept;
 
-// A factory (Role::factory) returned result: python:task for it, when it is a task (has
-// get_coro()) not named already by an inner factory's return. noexcept.
-void on_factory_return(PyObject* result) noexcept;
+// A factory (Role::factory; is_adopter: Role::adopter) returned result: python:task for it,
+// when it is a task (has get_coro()) not named already by an inner factory's return (an
+// adopter's: not named at all yet). noexcept.
+void on_factory_return(PyObject* result, bool is_adopter) noexcept;
 
 namespace detail {
 // The key of the task whose step the thread runs (0: none): the parent of the tasks it

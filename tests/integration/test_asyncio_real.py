@@ -419,7 +419,7 @@ async def main():
     eager = {"eager_start": True} if sys.version_info >= (3, 12) else {}  # as aiohttp
     tasks = [asyncio.Task(child(1), loop=loop, name="direct"),
              asyncio.Task(child(2), loop=loop, name="direct-eager", **eager)]
-    print(await asyncio.gather(*tasks))
+    print([await task for task in tasks])
 
 
 asyncio.run(main())
@@ -457,7 +457,8 @@ def test_an_eager_task_started_in_a_coroutine_runs_its_first_step_for_itself(mak
 
 # Runs a program (argv[1]) on event loops whose tasks are the C Task (argv[2]: c), the
 # pure-Python one (py: asyncio.tasks._PyTask through a task factory) or eager tasks (eager:
-# asyncio.eager_task_factory, 3.12+, whose first step runs inside create_task).
+# asyncio.eager_task_factory, 3.12+, whose first step runs inside create_task), or on uvloop's
+# event loop (uvloop: Cython, whose create_task and handles are no Python code).
 WITH_TASKS = """\
 import asyncio
 import runpy
@@ -472,6 +473,9 @@ def py_task(loop, coro, **kwargs):
 
 
 def new_loop():
+    if kind == "uvloop":
+        import uvloop
+        return uvloop.new_event_loop()
     loop = new_event_loop()
     if kind != "c":
         loop.set_task_factory(py_task if kind == "py" else asyncio.eager_task_factory)
@@ -488,18 +492,21 @@ def _worker(n: int) -> dict:
     return {"__main__:worker": 1, "__main__:fetch": n, "__main__:parse": n}
 
 
-@pytest.mark.parametrize("kind", ["c", "py", "eager"])
+@pytest.mark.parametrize("kind", ["c", "py", "eager", "uvloop"])
 def test_pure_python_and_eager_tasks_hold_the_calls_the_c_task_does(make_program, tmp_path,
                                                                       kind):
-    """The issue's three-task program (test_asyncio.THREE_TASKS) with the pure-Python Task and
-    with eager tasks: each task holds what it holds with the C Task: main()'s task main() (and
-    the factory's calls for the tasks it creates), each
-    worker's task its worker, fetch and parse, once per item, with main()'s task as creator;
-    all end returned. Exactly the reference's counts, task by task (on 3.14 and later the
+    """The issue's three-task program (test_asyncio.THREE_TASKS) with the pure-Python Task,
+    with eager tasks and on uvloop's loop: each task holds what it holds with the C Task:
+    main()'s task main() (and the factory's calls for the tasks it creates), each worker's
+    task its worker, fetch and parse, once per item, with main()'s task as creator (on uvloop
+    too, whose create_task is no Python code: gather's _ensure_future names them); all end
+    returned. Exactly the reference's counts, task by task (on 3.14 and later the
     reference finds a pure-Python task, which asyncio.current_task() does not return, in
     asyncio.tasks' own table of current tasks: see asyncio_reference.py)."""
     if kind == "eager" and python_version(PYTHON) < (3, 12):
         pytest.skip("asyncio.eager_task_factory is new in 3.12")
+    if kind == "uvloop" and run_plain(["-c", "import uvloop"]).returncode != 0:
+        pytest.skip(f"uvloop is not installed for {PYTHON} (Debian: python3-uvloop)")
     program = make_program(THREE_TASKS, "three_tasks.py")
     launcher = make_program(WITH_TASKS)
     stdout, tasks = trace_tasks(tmp_path, launcher, program, kind, modules="__main__")
