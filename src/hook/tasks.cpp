@@ -304,7 +304,7 @@ Role role_of(const std::string& module, const std::string& qualname) noexcept
         return Role::factory;
     if (module == "asyncio.tasks" && qualname == "create_task")
         return Role::factory;
-    if (module == "asyncio.tasks" && qualname == "_ensure_future")
+    if (module == "asyncio.tasks" && (qualname == "ensure_future" || qualname == "_ensure_future"))
         return Role::adopter;
     // 3.11 and 3.12 name a task group's task after the loop's create_task returned it.
     if (module == "asyncio.taskgroups" && qualname == "TaskGroup.create_task")

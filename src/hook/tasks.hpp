@@ -34,9 +34,9 @@ enum class Role : std::uint8_t {
     none,
     factory, // returns a new task: BaseEventLoop.create_task, asyncio.create_task,
              // TaskGroup.create_task
-    // Returns a task it may not have made (asyncio.tasks._ensure_future, gather's): named there
-    // when nothing named it yet, as the task of a loop whose create_task is no Python code
-    // (uvloop's).
+    // Returns a task it may not have made (asyncio.ensure_future, gather's, and up to 3.11 the
+    // _ensure_future it calls): named there when nothing named it yet, as the task of a loop
+    // whose create_task is no Python code (uvloop's).
     adopter,
     // Runs a task's step (Handle._run, the pure-Python Task's __step), where a profile function
     // (3.10, 3.11), which does not see a root's exception, learns how a task ended.

@@ -499,7 +499,7 @@ def test_pure_python_and_eager_tasks_hold_the_calls_the_c_task_does(make_program
     with eager tasks and on uvloop's loop: each task holds what it holds with the C Task:
     main()'s task main() (and the factory's calls for the tasks it creates), each worker's
     task its worker, fetch and parse, once per item, with main()'s task as creator (on uvloop
-    too, whose create_task is no Python code: gather's _ensure_future names them); all end
+    too, whose create_task is no Python code: gather's ensure_future names them); all end
     returned. Exactly the reference's counts, task by task (on 3.14 and later the
     reference finds a pure-Python task, which asyncio.current_task() does not return, in
     asyncio.tasks' own table of current tasks: see asyncio_reference.py)."""
