@@ -26,6 +26,11 @@ using detail::t_current;
 thread_local std::uint64_t t_last_named __attribute__((tls_model("initial-exec"))) = 0;
 thread_local PyObject* t_last_name __attribute__((tls_model("initial-exec"))) = nullptr;
 
+// Identities only, never dereferenced: the task this thread named (or found named) last, and
+// the last task whose first step named it (an eager task's runs before its factory returns).
+thread_local const PyObject* t_last_task __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local const PyObject* t_first_stepped __attribute__((tls_model("initial-exec"))) = nullptr;
+
 // The task whose inner root ended (raised or returned) the thread's last step: the exception
 // (or value) goes on out of it, and the next root is the frame just outside. 0: none. Whether
 // a step of that cascade was told (python:task_step's thrown 2 for the next, else 1): an inner
@@ -260,6 +265,7 @@ void name_task(PyObject* task, std::uint64_t key, std::uint64_t parent) noexcept
     const char* text = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
     const bool is_named = key == t_last_named && name != nullptr && t_last_name != nullptr &&
                           PyObject_RichCompareBool(name, t_last_name, Py_EQ) == 1;
+    t_last_task = task;
     if (!is_named) {
         s_state.emitter->task(key, parent, text != nullptr ? text : "?");
         t_last_named = key;
@@ -288,8 +294,10 @@ void name_at_first_step(const void* coroutine, std::uint64_t parent) noexcept
     PyObject* task = PyObject_CallNoArgs(types.current_task);
     PyObject* running =
         task != nullptr && task != Py_None ? call_method(task, types.get_coro) : nullptr;
-    if (running == coroutine)
+    if (running == coroutine) {
         name_task(task, key_of(coroutine), parent);
+        t_first_stepped = task;
+    }
     Py_XDECREF(running);
     Py_XDECREF(task);
     PyErr_Clear();
@@ -439,20 +447,28 @@ void on_factory_return(PyObject* result, bool is_adopter) noexcept
 {
     if (!s_state.is_active || result == Py_None)
         return;
+    // gather's ensure_future hands back the task the loop's create_task, inside it, just named.
+    if (is_adopter && result == t_last_task)
+        return;
     compat::SavedError saved;
     const Asyncio& methods = asyncio();
-    PyObject* done = call_method(result, methods.done);
-    const bool is_done = done != nullptr && PyObject_IsTrue(done) == 1;
-    Py_XDECREF(done);
-    // A task done already finished in an eager first step, which named it; its coroutine is
-    // gone (3.12's C Task lets it go: get_coro() crashes on 3.12.0 and 3.12.1, and gives None on
-    // 3.13.0), and its end is in the trace: a name given from now on (3.12's create_task names
-    // the task its factory returned, 3.12 and 3.13) is not told.
+    // A task that ran its first step already (eagerly, inside its factory) and finished there
+    // was named by that step; its coroutine is gone (3.12's C Task lets it go: get_coro()
+    // crashes on 3.12.0 and 3.12.1, and gives None on 3.13.0), and its end is in the trace: a
+    // name given from now on (3.12's and 3.13's create_task name the task their factory
+    // returned) is not told. An adopter may hand back any task, one that ended long ago too.
+    bool is_done = false;
+    if (is_adopter || result == t_first_stepped) {
+        PyObject* done = call_method(result, methods.done);
+        is_done = done != nullptr && PyObject_IsTrue(done) == 1;
+        Py_XDECREF(done);
+    }
     PyObject* coroutine = is_done ? nullptr : call_method(result, methods.get_coro);
-    const bool is_named = coroutine != nullptr && (s_named.count(key_of(coroutine)) != 0 ||
-                                                   s_suspended.count(key_of(coroutine)) != 0);
-    if (coroutine != nullptr && !(is_adopter && is_named)) {
-        name_task(result, key_of(coroutine), t_current);
+    if (coroutine != nullptr) {
+        const std::uint64_t key = key_of(coroutine);
+        const bool is_named = s_named.count(key) != 0 || s_suspended.count(key) != 0;
+        if (!is_adopter || !is_named)
+            name_task(result, key, t_current);
         Py_DECREF(coroutine);
     }
     PyErr_Clear();
