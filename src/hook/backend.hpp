@@ -53,34 +53,16 @@ constexpr bool k_reads_frames_in_place = PYUST_HAS_EVAL_BACKEND;
 // (backend_eval.cpp defines it).
 bool innermost_runs(PyObject* code, PyObject*& globals) noexcept;
 
-// The innermost frame (past its set-up) of tstate, the calling thread's state, or nullptr: an
-// opaque identity, stable while the frame runs or is suspended. Precondition:
-// k_reads_frames_in_place. noexcept.
-const void* innermost_frame(PyThreadState* tstate) noexcept;
-
-// The innermost frame of tstate, the calling thread's state (as innermost_frame() has it), and,
-// when that frame is a coroutine's (a sys.monitoring PY_START or PY_RESUME) that an asyncio
-// task's step resumes (tasks.hpp: its caller does not await it), its coroutine object; else
-// coroutine is nullptr. Precondition: k_reads_frames_in_place. noexcept.
-struct InnermostRoot {
-    const void* frame;
-    const void* coroutine;
-};
-InnermostRoot innermost_root(PyThreadState* tstate) noexcept;
-
-// A coroutine's frame (frame, as innermost_frame() has it) and its coroutine, resumed by a
-// coroutine's frame (not a root), and task_root: the coroutine of the outermost frame of the
-// run of coroutines' and generators' frames that called it (tasks.hpp: when the thread runs no
-// step, the root of the task an exception was thrown into), else nullptr.
+// A coroutine's frame (frame: an opaque identity, stable while the frame runs or is suspended)
+// and its coroutine, resumed by a coroutine's frame (not a root), and task_root: the coroutine
+// of the outermost frame of the run of coroutines' and generators' frames that called it
+// (tasks.hpp: when the thread runs no step, the root of the task an exception was thrown into),
+// else nullptr. frames.hpp reads it in place from 3.11 on.
 struct Chain {
     const void* frame;
     const void* coroutine;
     const void* task_root;
 };
-
-// The Chain of tstate's innermost frame (tstate: the calling thread's state). Precondition:
-// k_reads_frames_in_place. noexcept.
-Chain innermost_chain(PyThreadState* tstate) noexcept;
 
 #if PYUST_HAS_PER_THREAD_SETTERS
 // The setprofile back end's asyncio tests of a coroutine's frame object, read in place where

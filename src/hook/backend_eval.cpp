@@ -24,19 +24,8 @@
 
 #include <pthread.h>
 
-// CPython's internal headers are C: 3.13's use anonymous structs.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpedantic"
-#define Py_BUILD_CORE 1
-#if PY_VERSION_HEX >= 0x030E0000
-#include "internal/pycore_genobject.h"
-#include "internal/pycore_interpframe.h"
-#endif
-#include "internal/pycore_frame.h"
-#undef Py_BUILD_CORE
-#pragma GCC diagnostic pop
-
 #include "hook/backend.hpp"
+#include "hook/frames.hpp"
 #include "hook/registration.hpp"
 #include "hook/session.hpp"
 #include "hook/stacks.hpp"
@@ -49,44 +38,14 @@ bool detail::s_is_installed = false;
 
 namespace {
 
-constexpr int k_generator_kinds = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR;
-
-// What moved between releases: the frame's code (f_code up to 3.12, then
-// f_executable), the thread's innermost frame (in cframe up to 3.12), and the
-// recursion counters (one up to 3.11, then a Python and a C one; 3.14 measures
-// the C stack instead of counting).
-inline PyCodeObject* code_of(_PyInterpreterFrame* frame) noexcept
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    return _PyFrame_GetCode(frame);
-#else
-    return frame->f_code;
-#endif
-}
-
-// Whether a frame on a thread's chain is a Python function's, past its set-up:
-// from 3.12 the chain also holds the evaluator's own entry frames (owned by
-// the C stack, or the interpreter on 3.14), whose other fields are not set.
-inline bool is_complete(_PyInterpreterFrame* frame) noexcept
-{
-#if PY_VERSION_HEX >= 0x030E0000
-    if (frame->owner >= FRAME_OWNED_BY_INTERPRETER)
-        return false;
-#elif PY_VERSION_HEX >= 0x030C0000
-    if (frame->owner == FRAME_OWNED_BY_CSTACK)
-        return false;
-#endif
-    return !_PyFrame_IsIncomplete(frame);
-}
-
-inline _PyInterpreterFrame* innermost_frame(PyThreadState* tstate) noexcept
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    return tstate->current_frame;
-#else
-    return tstate->cframe != nullptr ? tstate->cframe->current_frame : nullptr;
-#endif
-}
+using frames::chain_root;
+using frames::code_of;
+using frames::generator_of;
+using frames::innermost_frame;
+using frames::is_complete;
+using frames::is_root;
+using frames::is_suspended;
+using frames::k_generator_kinds;
 
 // Bumped by every install() and uninstall() (GIL): a frame's return is emitted
 // only when the epoch of its call still holds, so frames still on a C stack
@@ -214,17 +173,6 @@ inline bool is_unseen(PyThreadState* tstate, _PyInterpreterFrame* frame) noexcep
            tstate->tracing != 0 || will_overflow(tstate);
 }
 
-// Whether a coroutine's frame (async def) that caller resumes or starts is an asyncio task's root
-// (see tasks.hpp): caller does not await it, i.e. is no coroutine or generator (Handle._run for
-// the C Task's step, Task.__step for the pure-Python one's, create_task for an eager task's first
-// step).
-inline bool is_root(_PyInterpreterFrame* caller) noexcept
-{
-    while (caller != nullptr && !is_complete(caller))
-        caller = caller->previous;
-    return caller == nullptr || (code_of(caller)->co_flags & k_generator_kinds) == 0;
-}
-
 // The frame's evaluation once evaluate() has its code's info (read only when is_emitting): its
 // call and return when is_emitting. Filtered-out code pays only the verdict lookup.
 template <bool is_emitting>
@@ -243,46 +191,6 @@ inline PyObject* evaluate_as(PyThreadState* tstate, _PyInterpreterFrame* frame, 
             s_state.emitter->ret(*info, result == nullptr);
     }
     return result;
-}
-
-// Whether a generator's frame state, once its evaluation returned a value, is a suspension (a
-// yield): 3.11 to 3.13 put the suspended states (and created) before FRAME_EXECUTING; 3.15
-// renumbered them all after FRAME_CREATED (0), and 3.14 has the macro 3.15 keeps.
-constexpr bool is_suspended(int state) noexcept
-{
-#if PY_VERSION_HEX >= 0x030E0000
-    return FRAME_STATE_SUSPENDED(state);
-#else
-    return state < FRAME_EXECUTING;
-#endif
-}
-
-// The generator (or coroutine) that owns the frame, or nullptr.
-inline PyGenObject* generator_of(_PyInterpreterFrame* frame) noexcept
-{
-    if (frame->owner != FRAME_OWNED_BY_GENERATOR)
-        return nullptr;
-#if PY_VERSION_HEX >= 0x030E0000
-    return _PyGen_GetGeneratorFromFrame(frame);
-#else
-    return _PyFrame_GetGenerator(frame);
-#endif
-}
-
-// The generator of the outermost frame of the run of generators' and coroutines' frames from
-// caller out (an exception thrown into a task links its chain's frames, its root's outermost),
-// or nullptr when caller is no such frame.
-inline PyGenObject* chain_root(_PyInterpreterFrame* caller) noexcept
-{
-    PyGenObject* root = nullptr;
-    for (; caller != nullptr; caller = caller->previous) {
-        if (!is_complete(caller))
-            continue;
-        if ((code_of(caller)->co_flags & k_generator_kinds) == 0)
-            break;
-        root = generator_of(caller);
-    }
-    return root;
 }
 
 // The coroutine or async generator whose frame this is, when it may be part of an asyncio task's
@@ -612,63 +520,30 @@ namespace pyust::hook::backend {
 
 bool innermost_runs(PyObject* code, PyObject*& globals) noexcept
 {
-    using eval_frame::code_of;
-    using eval_frame::innermost_frame;
-    using eval_frame::is_complete;
-    _PyInterpreterFrame* frame = innermost_frame(PyThreadState_Get());
-    while (frame != nullptr && !is_complete(frame))
-        frame = frame->previous;
-    globals = frame != nullptr && reinterpret_cast<PyObject*>(code_of(frame)) == code
+    _PyInterpreterFrame* frame = frames::innermost_complete(PyThreadState_Get());
+    globals = frame != nullptr && reinterpret_cast<PyObject*>(frames::code_of(frame)) == code
                   ? frame->f_globals
                   : nullptr;
     return frame != nullptr;
-}
-
-const void* innermost_frame(PyThreadState* tstate) noexcept
-{
-    _PyInterpreterFrame* frame = eval_frame::innermost_frame(tstate);
-    while (frame != nullptr && !eval_frame::is_complete(frame))
-        frame = frame->previous;
-    return frame;
-}
-
-Chain innermost_chain(PyThreadState* tstate) noexcept
-{
-    _PyInterpreterFrame* frame = eval_frame::innermost_frame(tstate);
-    while (frame != nullptr && !eval_frame::is_complete(frame))
-        frame = frame->previous;
-    if (frame == nullptr)
-        return {nullptr, nullptr, nullptr};
-    return {frame, eval_frame::generator_of(frame), eval_frame::chain_root(frame->previous)};
-}
-
-InnermostRoot innermost_root(PyThreadState* tstate) noexcept
-{
-    _PyInterpreterFrame* frame = eval_frame::innermost_frame(tstate);
-    while (frame != nullptr && !eval_frame::is_complete(frame))
-        frame = frame->previous;
-    const bool is_root = frame != nullptr && eval_frame::is_root(frame->previous);
-    return {frame, is_root ? eval_frame::generator_of(frame) : nullptr};
 }
 
 #if PYUST_HAS_PER_THREAD_SETTERS
 const void* root_coroutine_of(PyFrameObject* frame) noexcept
 {
     _PyInterpreterFrame* running = frame->f_frame;
-    return eval_frame::is_root(running->previous) ? eval_frame::generator_of(running) : nullptr;
+    return frames::is_root(running->previous) ? frames::generator_of(running) : nullptr;
 }
 
 Chain chain_of(PyFrameObject* frame) noexcept
 {
-    _PyInterpreterFrame* running = frame->f_frame;
-    return {running, eval_frame::generator_of(running), eval_frame::chain_root(running->previous)};
+    return frames::chain_of(frame->f_frame);
 }
 
 bool has_yielded(PyFrameObject* frame) noexcept
 {
     // The interpreter marks the generator suspended before it tells the profile function.
-    const PyGenObject* generator = eval_frame::generator_of(frame->f_frame);
-    return generator != nullptr && eval_frame::is_suspended(generator->gi_frame_state);
+    const PyGenObject* generator = frames::generator_of(frame->f_frame);
+    return generator != nullptr && frames::is_suspended(generator->gi_frame_state);
 }
 #endif
 

@@ -30,6 +30,7 @@
 
 #include "hook/backend.hpp"
 #include "hook/backend_eval.hpp"
+#include "hook/frames.hpp"
 #include "hook/registration.hpp"
 #include "hook/session.hpp"
 #include "hook/stacks.hpp"
@@ -165,7 +166,7 @@ void begin_thread(PyCodeObject* entering) noexcept
         t_is_named = name_current_thread() || ++t_naming_attempts >= k_naming_attempts;
 }
 
-inline void ensure_thread(PyCodeObject* entering) noexcept
+[[gnu::always_inline]] inline void ensure_thread(PyCodeObject* entering) noexcept
 {
     if (t_generation != s_state.generation || !t_is_named) [[unlikely]]
         begin_thread(entering);
@@ -178,7 +179,7 @@ bool is_python_callable(PyObject* callable) noexcept
 }
 
 // The roots of asyncio task steps open on this thread (tasks.hpp), innermost last: each
-// frame (backend::innermost_frame()), its code's info, its coroutine, and its step
+// frame (frames.hpp: the complete one), its code's info, its coroutine, and its step
 // (tasks::enter_step()). An eager task's first step nests in its creator's; past k_max_roots
 // nested steps, the deeper ones go unannounced.
 struct OpenRoot {
@@ -190,46 +191,94 @@ struct OpenRoot {
 constexpr int k_max_roots = 16;
 thread_local OpenRoot t_roots[k_max_roots] __attribute__((tls_model("initial-exec")));
 thread_local int t_root_count __attribute__((tls_model("initial-exec"))) = 0;
+// The code of the innermost open root (t_roots' last), or nullptr: the end of a coroutine's frame
+// of other code is no step's end, which one word tells.
+thread_local const CodeInfo* t_root_code __attribute__((tls_model("initial-exec"))) = nullptr;
 
-// The thread state of the thread's open steps, read at the first one's start: a step runs in
-// one thread state, alive until its root returns. The frames of every coroutine a step starts or
-// resumes are read from it, rather than through PyThreadState_Get(), a call into libpython that
-// reaches its thread-local through __tls_get_addr (some 40 instructions a coroutine).
+// The thread state of the thread's open steps, read at the first one's start (nullptr while none
+// is open): a step runs in one thread state, alive until its root returns. The frames of every
+// coroutine a step starts or resumes are read from it, rather than through PyThreadState_Get(), a
+// call into libpython that reaches its thread-local through __tls_get_addr (some 40 instructions a
+// coroutine).
 thread_local PyThreadState* t_step_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// A frame's call, recorded (its code is traced).
+[[gnu::always_inline]] inline PyObject* enter_traced(PyObject* const* args,
+                                                     const CodeInfo& info) noexcept
+{
+    ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
+    check_session();
+    s_state.emitter->call(info);
+    return none();
+}
+
+// A frame's return, recorded (its code is traced).
+[[gnu::always_inline]] inline void record_exit(const CodeInfo& info, bool is_unwind) noexcept
+{
+    ensure_thread(nullptr);
+    s_state.emitter->ret(info, is_unwind);
+}
+
+[[gnu::always_inline]] inline PyObject* exit_traced(const CodeInfo& info, bool is_unwind) noexcept
+{
+    record_exit(info, is_unwind);
+    return none();
+}
+
+// A frame of code that plays a part in asyncio's tasks (k_asyncio) that is no task's root:
+// recorded as the filter says. A coroutine's code never answers DISABLE: any of its frames may
+// be a root.
+inline PyObject* enter_asyncio(PyObject* const* args, const CodeInfo& info,
+                               bool can_disable) noexcept
+{
+    if ((info.trace & k_traced) != 0)
+        return enter_traced(args, info);
+    return can_disable && !info.is_coroutine ? disable() : none();
+}
 
 #if PYUST_HAS_EVAL_BACKEND
 inline PyThreadState* current_state() noexcept
 {
-    return t_root_count > 0 ? t_step_state : PyThreadState_Get();
+    PyThreadState* tstate = t_step_state;
+    return tstate != nullptr ? tstate : PyThreadState_Get();
 }
-#endif
 
 // Whether the innermost frame, which runs info's code, is the innermost open root. The frame is
-// read (through the thread state, which an extension reaches by a call) only when the code is
-// the root's.
-bool is_innermost_root(const CodeInfo& info) noexcept
+// read only when the code is the root's.
+[[gnu::always_inline]] inline bool is_innermost_root(const CodeInfo& info) noexcept
 {
-#if PYUST_HAS_EVAL_BACKEND
-    return t_root_count > 0 && t_roots[t_root_count - 1].info == &info &&
-           t_roots[t_root_count - 1].frame == backend::innermost_frame(t_step_state);
-#else
-    return false;
-#endif
+    return t_root_code == &info &&
+           t_roots[t_root_count - 1].frame == frames::innermost_complete(t_step_state);
 }
 
-// The start or resumption of a task's root frame (innermost: its frame and coroutine, read from
-// tstate): a step begins, and the frame's call is recorded whatever the filter says.
-[[gnu::noinline]] PyObject* on_root_enter(PyObject* const* args, CodeInfo& info,
-                                          const backend::InnermostRoot& innermost,
-                                          PyThreadState* tstate, const void* task_root) noexcept
+// Whether a coroutine's frame that starts, resumes or has an exception thrown in (is_throw; frame,
+// the thread's innermost) may begin a task's step: as a root (no coroutine resumed it), or after
+// an eager probe said True (an eager task's first step), or, thrown in while the thread runs no
+// step, as an inner root (the frame that an exception thrown into a task resumes, which the
+// interpreter links to its awaiting frame, and each one that it unwinds to, all a PY_THROW).
+// Every coroutine's frame asks, inline; on_coroutine_enter() tells.
+[[gnu::always_inline]] inline bool may_begin_step(_PyInterpreterFrame* frame,
+                                                  bool is_throw) noexcept
+{
+    return !frames::is_resumed_by_generator(frame) || tasks::has_eager_hint() ||
+           (is_throw && tasks::is_between_steps());
+}
+
+// The start or resumption of a task's root frame (chain: its frame and coroutine, and for an
+// inner root its task's root coroutine): a step begins, and the frame's call is recorded whatever
+// the filter says.
+[[gnu::always_inline]] inline PyObject* on_root_enter(PyObject* const* args, CodeInfo& info,
+                                                      const backend::Chain& chain,
+                                                      PyThreadState* tstate) noexcept
 {
     ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
     check_session();
     if (t_root_count == 0)
         t_step_state = tstate;
     const bool is_traced = (info.trace & k_traced) != 0;
-    const tasks::Step step = tasks::enter_step(innermost.coroutine, is_traced, task_root);
-    t_roots[t_root_count++] = {innermost.frame, &info, innermost.coroutine, step};
+    const tasks::Step step = tasks::enter_step(chain.coroutine, is_traced, chain.task_root);
+    t_roots[t_root_count++] = {chain.frame, &info, chain.coroutine, step};
+    t_root_code = &info;
     if (tasks::records_root(step, is_traced)) {
         register_root(info);
         s_state.emitter->call(info);
@@ -237,84 +286,87 @@ bool is_innermost_root(const CodeInfo& info) noexcept
     return none();
 }
 
-// on_enter() of code that plays a part in asyncio's tasks (k_asyncio): a task's root takes
-// on_root_enter(); other frames are recorded as the filter says. A coroutine's code never answers
-// DISABLE: any of its frames may be a root.
-[[gnu::noinline]] PyObject* on_asyncio_enter(PyObject* const* args, CodeInfo& info,
-                                             bool can_disable) noexcept
+// A coroutine's frame that may_begin_step(): which root it is, if any (none past k_max_roots
+// open ones).
+[[gnu::noinline]] PyObject* on_coroutine_enter(PyObject* const* args, CodeInfo& info,
+                                               PyThreadState* tstate) noexcept
 {
-#if PYUST_HAS_EVAL_BACKEND
-    if (info.is_coroutine && t_root_count < k_max_roots) {
-        PyThreadState* tstate = current_state();
-        if (const backend::InnermostRoot innermost = backend::innermost_root(tstate);
-            innermost.coroutine != nullptr)
-            return on_root_enter(args, info, innermost, tstate, nullptr);
-        if (tasks::is_between_steps()) [[unlikely]] { // an inner root?
-            const backend::Chain chain = backend::innermost_chain(tstate);
-            if (chain.task_root != nullptr && chain.task_root != chain.coroutine &&
-                tasks::is_task(chain.task_root))
-                return on_root_enter(args, info, {chain.frame, chain.coroutine}, tstate,
-                                     chain.task_root);
-        }
-        if (tasks::has_eager_hint()) [[unlikely]] {
-            const backend::Chain chain = backend::innermost_chain(tstate);
-            if (tasks::is_eager_start(chain.coroutine))
-                return on_root_enter(args, info, {chain.frame, chain.coroutine}, tstate, nullptr);
-        }
+    _PyInterpreterFrame* frame = frames::innermost_complete(tstate);
+    if (frame == nullptr || t_root_count >= k_max_roots)
+        return enter_asyncio(args, info, false);
+    PyGenObject* coroutine = frames::generator_of(frame);
+    if (frames::is_root(frame->previous))
+        return on_root_enter(args, info, {frame, coroutine, nullptr}, tstate);
+    if (tasks::is_between_steps()) { // an inner root?
+        const backend::Chain chain = frames::chain_of(frame);
+        if (chain.task_root != nullptr && chain.task_root != chain.coroutine &&
+            tasks::is_task(chain.task_root))
+            return on_root_enter(args, info, chain, tstate);
     }
-#endif
-    if ((info.trace & k_traced) == 0)
-        return can_disable && !info.is_coroutine ? disable() : none();
-    ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
-    check_session();
-    s_state.emitter->call(info);
-    return none();
+    if (tasks::has_eager_hint() && tasks::is_eager_start(coroutine))
+        return on_root_enter(args, info, {frame, coroutine, nullptr}, tstate);
+    return enter_asyncio(args, info, false);
 }
+#endif
+
+// How a frame starts running, as sys.monitoring tells it: PY_START or PY_RESUME, or PY_THROW (an
+// exception thrown in), which cannot be disabled.
+enum class Entry : std::uint8_t { start, thrown };
 
 // Filtered-out code pays only the verdict lookup (and, once per code location, DISABLE); asyncio's
 // takes its own path.
-PyObject* on_enter(PyObject* const* args, Py_ssize_t nargs, bool can_disable) noexcept
+[[gnu::always_inline]] inline PyObject* on_enter(PyObject* const* args, Py_ssize_t nargs,
+                                                 Entry entry) noexcept
 {
+    const bool can_disable = entry == Entry::start;
     CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
-    if (info != nullptr && info->trace == k_traced) [[likely]] {
-        ensure_thread(reinterpret_cast<PyCodeObject*>(args[0]));
-        check_session();
-        s_state.emitter->call(*info);
-        return none();
+    if (info != nullptr && info->trace == k_traced) [[likely]]
+        return enter_traced(args, *info);
+    if (info != nullptr && info->trace != 0) [[unlikely]] {
+#if PYUST_HAS_EVAL_BACKEND
+        if (info->is_coroutine) {
+            PyThreadState* tstate = current_state();
+            if (may_begin_step(frames::innermost_frame(tstate), entry == Entry::thrown))
+                [[unlikely]]
+                return on_coroutine_enter(args, *info, tstate);
+        }
+#endif
+        return enter_asyncio(args, *info, can_disable);
     }
-    if (info != nullptr && info->trace != 0) [[unlikely]]
-        return on_asyncio_enter(args, *info, can_disable);
     return can_disable ? disable() : none();
 }
 
 PyObject* on_py_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 {
-    return on_enter(args, nargs, true);
+    return on_enter(args, nargs, Entry::start);
 }
 
 PyObject* on_py_throw(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 {
-    return on_enter(args, nargs, false);
+    return on_enter(args, nargs, Entry::thrown);
 }
 
 // How a frame stops running, as sys.monitoring tells it.
 enum class Exit : std::uint8_t { ret, yield, unwind };
 
+#if PYUST_HAS_EVAL_BACKEND
 // The end of a task's root frame (value: PY_RETURN's or PY_YIELD's value, PY_UNWIND's
 // exception): the task's step ends, the task suspended (a yield, on value) or ended.
 [[gnu::noinline]] PyObject* on_root_exit(const CodeInfo& info, PyObject* value, Exit exit) noexcept
 {
     const OpenRoot& root = t_roots[--t_root_count];
-    if (tasks::records_root(root.step, (info.trace & k_traced) != 0)) {
-        ensure_thread(nullptr);
-        s_state.emitter->ret(info, exit == Exit::unwind);
-    }
+    t_root_code = t_root_count > 0 ? t_roots[t_root_count - 1].info : nullptr;
+    if (t_root_count == 0)
+        t_step_state = nullptr;
+    if (tasks::records_root(root.step, (info.trace & k_traced) != 0))
+        record_exit(info, exit == Exit::unwind);
     const tasks::End end = exit == Exit::unwind  ? tasks::End::raised
                            : exit == Exit::yield ? tasks::End::yielded
                                                  : tasks::End::returned;
     tasks::leave_step(root.step, root.coroutine, end, exit == Exit::ret ? nullptr : value);
     return none();
 }
+#endif
 
 // The return of a task factory (value: the new task), traced or not (it never answers DISABLE).
 [[gnu::noinline]] PyObject* on_factory_exit(const CodeInfo& info, PyObject* value,
@@ -322,48 +374,54 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
 {
     if (exit == Exit::ret && value != nullptr)
         tasks::on_factory_return(value, info.is_task_adopter);
-    if ((info.trace & k_traced) != 0) {
-        ensure_thread(nullptr);
-        s_state.emitter->ret(info, exit == Exit::unwind);
-    }
-    return none();
+    return (info.trace & k_traced) != 0 ? exit_traced(info, exit == Exit::unwind) : none();
 }
 
 // The end of a frame of code that plays a part in asyncio's tasks (k_asyncio): a task's root
 // takes on_root_exit(), a factory on_factory_exit(); a traced coroutine frame's yield (an async
 // generator's in an await) is one more frame the task's next step resumes (a coroutine's code
-// never answers DISABLE). Calls nothing
-// but the emitter otherwise, so that it saves few registers: every coroutine frame ends here.
+// never answers DISABLE).
 [[gnu::noinline]] PyObject* on_asyncio_exit(const CodeInfo& info, PyObject* value,
                                             Exit exit) noexcept
 {
+#if PYUST_HAS_EVAL_BACKEND
     if (info.is_coroutine && is_innermost_root(info))
         return on_root_exit(info, value, exit);
+#endif
     if (info.is_task_factory)
         return on_factory_exit(info, value, exit);
     if (info.is_eager_probe)
         tasks::on_probe_return(exit == Exit::ret ? value : nullptr);
-    if ((info.trace & k_traced) != 0) {
-        if (exit == Exit::yield &&
-            (info.is_coroutine || (info.is_async_generator && !tasks::is_async_yield(value))))
-            tasks::on_yield();
-        ensure_thread(nullptr);
-        s_state.emitter->ret(info, exit == Exit::unwind);
-    }
-    return none();
+    if ((info.trace & k_traced) == 0)
+        return none();
+    if (exit == Exit::yield &&
+        (info.is_coroutine || (info.is_async_generator && !tasks::is_async_yield(value))))
+        tasks::on_yield();
+    return exit_traced(info, exit == Exit::unwind);
 }
 
-// PY_RETURN and PY_YIELD.
-PyObject* on_exit(PyObject* const* args, Py_ssize_t nargs, Exit exit) noexcept
+// PY_RETURN and PY_YIELD. A coroutine's frame, which every step resumes and suspends, stays
+// inline but for a root's.
+[[gnu::always_inline]] inline PyObject* on_exit(PyObject* const* args, Py_ssize_t nargs,
+                                                Exit exit) noexcept
 {
     CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
-    if (info != nullptr && info->trace == k_traced) [[likely]] {
-        ensure_thread(nullptr);
-        s_state.emitter->ret(*info, false);
-        return none();
-    }
-    if (info != nullptr && info->trace != 0) [[unlikely]]
+    if (info != nullptr && info->trace == k_traced) [[likely]]
+        return exit_traced(*info, false);
+    if (info != nullptr && info->trace != 0) [[unlikely]] {
+        if (info->is_coroutine) {
+#if PYUST_HAS_EVAL_BACKEND
+            if (info == t_root_code && is_innermost_root(*info))
+                return on_root_exit(*info, nargs >= 3 ? args[2] : nullptr, exit);
+#endif
+            if ((info->trace & k_traced) == 0)
+                return none();
+            if (exit == Exit::yield)
+                tasks::on_yield();
+            return exit_traced(*info, false);
+        }
         return on_asyncio_exit(*info, nargs >= 3 ? args[2] : nullptr, exit);
+    }
     return disable();
 }
 
@@ -380,12 +438,10 @@ PyObject* on_py_yield(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexce
 PyObject* on_py_unwind(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept
 {
     CodeInfo* info = is_evaluated(args, nargs) ? nullptr : code_info(args, nargs);
-    if (info != nullptr && info->trace == k_traced) [[likely]] {
-        ensure_thread(nullptr);
-        s_state.emitter->ret(*info, true);
-    } else if (info != nullptr && info->trace != 0) [[unlikely]] {
-        on_asyncio_exit(*info, nargs >= 3 ? args[2] : nullptr, Exit::unwind);
-    }
+    if (info != nullptr && info->trace == k_traced) [[likely]]
+        return exit_traced(*info, true);
+    if (info != nullptr && info->trace != 0) [[unlikely]]
+        return on_asyncio_exit(*info, nargs >= 3 ? args[2] : nullptr, Exit::unwind);
     return none();
 }
 

@@ -3,7 +3,6 @@
 
 #include <cstring>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "hook/state.hpp"
 
@@ -46,21 +45,23 @@ std::uint64_t key_of(const void* coroutine) noexcept
 // awaited's values (python_tp.h).
 enum Awaited : std::uint8_t { k_none, k_yield, k_future, k_task, k_gather };
 
-// The suspended tasks, by key (the GIL serialises them; never destroyed: threads may step
-// during static destruction). A task's entry is made at its first step and goes at its
-// task_end; the table's entries stay where they are while others come and go, so that a step
-// looks its task up once (Step::suspension).
-std::unordered_map<std::uint64_t, Suspension>& s_suspended =
-    *new std::unordered_map<std::uint64_t, Suspension>;
-
-// The tasks that python:task named before their first step, by key (the others are named at
-// their first step); a key goes at the task's first step, else at its end.
-std::unordered_set<std::uint64_t>& s_named = *new std::unordered_set<std::uint64_t>;
+// The tasks known on any thread, by key (the GIL serialises them; never destroyed: threads may
+// step during static destruction): each with what its last suspension left, and whether it
+// stepped yet. A task's entry is made when python:task names it (before its first step, when a
+// factory made it) or at its first step, and goes at its python:task_end; the table's entries
+// stay where they are while others come and go, so that a step looks its task up once
+// (Step::suspension).
+struct Known {
+    Suspension suspension;
+    bool has_stepped = false;
+};
+std::unordered_map<std::uint64_t, Known>& s_tasks = *new std::unordered_map<std::uint64_t, Known>;
 
 // What asyncio's tasks are made of, read from asyncio.tasks and asyncio.exceptions once they are
 // imported (strong references): the Task types (the C one and the pure-Python one), Future (the
-// C one) and gather's, CancelledError, current_task(), and the names of the methods the hook
-// calls (interned).
+// C one) and gather's, CancelledError, current_task(), the names of the methods the hook
+// calls (interned), and the C Task's own get_coro and get_name (its type's, which no program can
+// replace).
 struct Asyncio {
     PyObject* task = nullptr;
     PyObject* py_task = nullptr;
@@ -73,6 +74,8 @@ struct Asyncio {
     PyObject* cancelling = nullptr;
     PyObject* is_cancelled = nullptr;
     PyObject* done = nullptr;
+    PyObject* task_get_coro = nullptr;
+    PyObject* task_get_name = nullptr;
     bool is_read = false;
 };
 Asyncio s_asyncio;
@@ -117,6 +120,8 @@ const Asyncio& asyncio() noexcept
             read.cancelling = PyUnicode_InternFromString("cancelling");
             read.is_cancelled = PyUnicode_InternFromString("cancelled");
             read.done = PyUnicode_InternFromString("done");
+            read.task_get_coro = PyObject_GetAttr(read.task, read.get_coro);
+            read.task_get_name = PyObject_GetAttr(read.task, read.get_name);
             s_asyncio = read;
         } else {
             for (PyObject* object : {read.task, read.py_task, read.future, read.gathering_future,
@@ -138,6 +143,24 @@ PyObject* call_method(PyObject* object, PyObject* name) noexcept
     if (result == nullptr)
         PyErr_Clear();
     return result;
+}
+
+// task.name() for a task's method (method: the C Task's own, called directly on an instance of
+// that exact type, whose attribute lookup costs as much as the call), as call_method() has it.
+PyObject* call_task_method(PyObject* task, PyObject* name, PyObject* method) noexcept
+{
+    if (method == nullptr || reinterpret_cast<PyObject*>(Py_TYPE(task)) != asyncio().task)
+        return call_method(task, name);
+    PyObject* result = PyObject_CallOneArg(method, task);
+    if (result == nullptr)
+        PyErr_Clear();
+    return result;
+}
+
+PyObject* coroutine_of(PyObject* task) noexcept
+{
+    const Asyncio& types = asyncio();
+    return call_task_method(task, types.get_coro, types.task_get_coro);
 }
 
 bool is_instance_of(PyObject* value, PyObject* type) noexcept
@@ -170,7 +193,7 @@ Suspension awaited_of(PyObject* value) noexcept
     if (is_task) {
         suspension.awaited = k_task;
         compat::SavedError saved;
-        if (PyObject* coroutine = call_method(value, types.get_coro)) {
+        if (PyObject* coroutine = coroutine_of(value)) {
             suspension.awaited_id = key_of(coroutine);
             Py_DECREF(coroutine);
         }
@@ -261,7 +284,7 @@ bool defer_end(std::uint64_t key, const void* runner) noexcept
 // key, 0 outside any task), unless it is the task this thread named last, under that name.
 void name_task(PyObject* task, std::uint64_t key, std::uint64_t parent) noexcept
 {
-    PyObject* name = call_method(task, asyncio().get_name);
+    PyObject* name = call_task_method(task, asyncio().get_name, asyncio().task_get_name);
     const char* text = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
     const bool is_named = key == t_last_named && name != nullptr && t_last_name != nullptr &&
                           PyObject_RichCompareBool(name, t_last_name, Py_EQ) == 1;
@@ -272,7 +295,7 @@ void name_task(PyObject* task, std::uint64_t key, std::uint64_t parent) noexcept
         Py_XINCREF(name);
         Py_XSETREF(t_last_name, name);
         try {
-            s_named.insert(key);
+            s_tasks.try_emplace(key);
         } catch (...) { // out of memory: its first step names it again
         }
     }
@@ -285,15 +308,12 @@ void name_task(PyObject* task, std::uint64_t key, std::uint64_t parent) noexcept
 // (the step an eager start nests in; 0 for a first step that the event loop runs).
 void name_at_first_step(const void* coroutine, std::uint64_t parent) noexcept
 {
-    if (s_named.erase(key_of(coroutine)) > 0)
-        return;
     const Asyncio& types = asyncio();
     if (types.current_task == nullptr)
         return;
     compat::SavedError saved;
     PyObject* task = PyObject_CallNoArgs(types.current_task);
-    PyObject* running =
-        task != nullptr && task != Py_None ? call_method(task, types.get_coro) : nullptr;
+    PyObject* running = task != nullptr && task != Py_None ? coroutine_of(task) : nullptr;
     if (running == coroutine) {
         name_task(task, key_of(coroutine), parent);
         t_first_stepped = task;
@@ -337,8 +357,7 @@ bool is_eager_start(const void* coroutine) noexcept
         return false;
     compat::SavedError saved;
     PyObject* task = PyObject_CallNoArgs(types.current_task);
-    PyObject* running =
-        task != nullptr && task != Py_None ? call_method(task, types.get_coro) : nullptr;
+    PyObject* running = task != nullptr && task != Py_None ? coroutine_of(task) : nullptr;
     Py_XDECREF(running); // compared by identity: the task holds it
     Py_XDECREF(task);
     PyErr_Clear();
@@ -347,7 +366,8 @@ bool is_eager_start(const void* coroutine) noexcept
 
 bool is_task(const void* root) noexcept
 {
-    return s_suspended.count(key_of(root)) != 0;
+    const auto known = s_tasks.find(key_of(root));
+    return known != s_tasks.end() && known->second.has_stepped;
 }
 
 Step enter_step(const void* coroutine, bool is_traced, const void* task_root) noexcept
@@ -355,14 +375,15 @@ Step enter_step(const void* coroutine, bool is_traced, const void* task_root) no
     Step step{t_current, detail::t_yields, nullptr, task_root != nullptr, is_traced};
     const std::uint64_t key = key_of(task_root != nullptr ? task_root : coroutine);
     detail::t_yields = 0;
-    bool is_first = false;
+    bool is_unnamed = false;
     try {
-        const auto [entry, is_new] = s_suspended.try_emplace(key);
-        step.suspension = &entry->second;
-        is_first = is_new;
+        const auto [entry, is_new] = s_tasks.try_emplace(key);
+        step.suspension = &entry->second.suspension;
+        is_unnamed = is_new; // a first step that no factory named
+        entry->second.has_stepped = true;
     } catch (...) { // out of memory: the next step says it resumes nothing
     }
-    if (is_first)
+    if (is_unnamed)
         name_at_first_step(coroutine, step.outer_task);
     // A root that an exception thrown into its task resumes (an inner one, or the task's own
     // as the cascade of an inner one's end reaches it).
@@ -418,8 +439,7 @@ void leave_step(const Step& step, const void* coroutine, End end, PyObject* valu
         }
     } else {
         const std::uint64_t key = key_of(coroutine);
-        s_suspended.erase(key);
-        s_named.erase(key);
+        s_tasks.erase(key);
         const bool is_deferred = end == End::raised && value == nullptr && runner != nullptr &&
                                  PyErr_Occurred() == nullptr && defer_end(key, runner);
         if (!is_deferred)
@@ -463,10 +483,10 @@ void on_factory_return(PyObject* result, bool is_adopter) noexcept
         is_done = done != nullptr && PyObject_IsTrue(done) == 1;
         Py_XDECREF(done);
     }
-    PyObject* coroutine = is_done ? nullptr : call_method(result, methods.get_coro);
+    PyObject* coroutine = is_done ? nullptr : coroutine_of(result);
     if (coroutine != nullptr) {
         const std::uint64_t key = key_of(coroutine);
-        const bool is_named = s_named.count(key) != 0 || s_suspended.count(key) != 0;
+        const bool is_named = s_tasks.count(key) != 0;
         if (!is_adopter || !is_named)
             name_task(result, key, t_current);
         Py_DECREF(coroutine);
