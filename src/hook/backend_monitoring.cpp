@@ -243,8 +243,8 @@ inline PyThreadState* current_state() noexcept
     return tstate != nullptr ? tstate : PyThreadState_Get();
 }
 
-// Whether the innermost frame, which runs info's code, is the innermost open root. The frame is
-// read only when the code is the root's.
+// Whether the innermost frame, which runs info's code, is the innermost open root (the only code
+// of which t_root_code tells). The frame is read only when the code is the root's.
 [[gnu::always_inline]] inline bool is_innermost_root(const CodeInfo& info) noexcept
 {
     return t_root_code == &info &&
@@ -280,7 +280,8 @@ inline PyThreadState* current_state() noexcept
     t_roots[t_root_count++] = {chain.frame, &info, chain.coroutine, step};
     t_root_code = &info;
     if (tasks::records_root(step, is_traced)) {
-        register_root(info);
+        if (!is_traced)
+            register_root(info);
         s_state.emitter->call(info);
     }
     return none();
@@ -368,28 +369,19 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
 }
 #endif
 
-// The return of a task factory (value: the new task), traced or not (it never answers DISABLE).
-[[gnu::noinline]] PyObject* on_factory_exit(const CodeInfo& info, PyObject* value,
-                                            Exit exit) noexcept
-{
-    if (exit == Exit::ret && value != nullptr)
-        tasks::on_factory_return(value, info.is_task_adopter);
-    return (info.trace & k_traced) != 0 ? exit_traced(info, exit == Exit::unwind) : none();
-}
-
-// The end of a frame of code that plays a part in asyncio's tasks (k_asyncio): a task's root
-// takes on_root_exit(), a factory on_factory_exit(); a traced coroutine frame's yield (an async
-// generator's in an await) is one more frame the task's next step resumes (a coroutine's code
-// never answers DISABLE).
+// The end of a frame of code that plays a part in asyncio's tasks (k_asyncio), traced or not (it
+// never answers DISABLE): a task's root takes on_root_exit(); a factory's return hands over the
+// new task (value); a traced coroutine frame's yield (an async generator's in an await) is one
+// more frame the task's next step resumes.
 [[gnu::noinline]] PyObject* on_asyncio_exit(const CodeInfo& info, PyObject* value,
                                             Exit exit) noexcept
 {
 #if PYUST_HAS_EVAL_BACKEND
-    if (info.is_coroutine && is_innermost_root(info))
+    if (is_innermost_root(info))
         return on_root_exit(info, value, exit);
 #endif
-    if (info.is_task_factory)
-        return on_factory_exit(info, value, exit);
+    if (info.is_task_factory && exit == Exit::ret && value != nullptr)
+        tasks::on_factory_return(value, info.is_task_adopter);
     if (info.is_eager_probe)
         tasks::on_probe_return(exit == Exit::ret ? value : nullptr);
     if ((info.trace & k_traced) == 0)
@@ -411,7 +403,7 @@ enum class Exit : std::uint8_t { ret, yield, unwind };
     if (info != nullptr && info->trace != 0) [[unlikely]] {
         if (info->is_coroutine) {
 #if PYUST_HAS_EVAL_BACKEND
-            if (info == t_root_code && is_innermost_root(*info))
+            if (is_innermost_root(*info))
                 return on_root_exit(*info, nargs >= 3 ? args[2] : nullptr, exit);
 #endif
             if ((info->trace & k_traced) == 0)
