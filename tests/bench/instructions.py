@@ -32,7 +32,8 @@ Counts are exact for one program, but the interpreter's heap layout moves them:
 the path of pyust's package, its files and PYTHONHASHSEED change where
 strings and objects land, hence the collisions of CPython's dictionaries and
 method cache (W1 moved by 0.6% with the package's path alone). The children get
-PYTHONHASHSEED=0. To compare two builds of pyust's native module (a branch
+PYTHONHASHSEED=0 (unless it is set) and PYTHONDONTWRITEBYTECODE=1: each compiles
+what it imports of pyust, which cancels out. To compare two builds of pyust's native module (a branch
 against main's), --against DIR measures every pyust mode with both, from one
 temporary copy of --pyust-path's package into which each build's native module
 is copied in turn (the builds must fit that package's Python side), and adds
@@ -164,6 +165,11 @@ def main(argv: list) -> int:
         shutil.rmtree(package_dir, ignore_errors=True)
         return 1
     runner = overhead.Runner(run)
+    # Every child compiles what it imports of pyust's package (the copy has no bytecode): else
+    # the first child would write the bytecode the others read, and its count alone would hold
+    # the compiler's work (some 27 million instructions on 3.14, in one count of the first mode).
+    runner.env["PYTHONDONTWRITEBYTECODE"] = "1"
+    runner.env.setdefault("PYTHONHASHSEED", "0")
     modes = list(options.modes)
     wanted_peers = [m for m in modes if m in overhead.peers.PEERS]
     if wanted_peers:
