@@ -187,11 +187,17 @@ PyObject* call_method(PyObject* object, PyObject* name) noexcept
     return result;
 }
 
+// Whether task is an instance of the C Task itself, not of a subclass.
+bool is_c_task(PyObject* task) noexcept
+{
+    return reinterpret_cast<PyObject*>(Py_TYPE(task)) == asyncio().task;
+}
+
 // task.name() for a task's method (method: the C Task's own, called directly on an instance of
 // that exact type, whose attribute lookup costs as much as the call), as call_method() has it.
 PyObject* call_task_method(PyObject* task, PyObject* name, PyObject* method) noexcept
 {
-    if (method == nullptr || reinterpret_cast<PyObject*>(Py_TYPE(task)) != asyncio().task)
+    if (method == nullptr || !is_c_task(task))
         return call_method(task, name);
     PyObject* result = PyObject_CallOneArg(method, task);
     if (result == nullptr)
@@ -199,10 +205,71 @@ PyObject* call_task_method(PyObject* task, PyObject* name, PyObject* method) noe
     return result;
 }
 
+// A field of the C Task's instances that one of its methods answers with (get_coro(): the
+// coroutine; get_name(): the name, which 3.12+ keep as a number until asked), read in place
+// once its place is known, instead of the call (some 100 instructions; with the formatting of a
+// name, 700). The C type's layout is private, and differs between versions: the place is the one
+// word of an instance that held the method's answer after the call, on one task, and held it
+// again on another (learn()). Until then, and for good when a task contradicts it, the method.
+class TaskField {
+public:
+    // The field's value in task, a C Task (borrowed; may be null), when its place is known.
+    PyObject** find(PyObject* task) const noexcept
+    {
+        return m_state == State::known ? word(task) : nullptr;
+    }
+    // Where the field may be in task before the method is asked on the second task (borrowed),
+    // else nullptr.
+    PyObject** guess(PyObject* task) const noexcept
+    {
+        return m_state == State::placed ? word(task) : nullptr;
+    }
+    // The method answered answer (not null) for task, a C Task: the place of the field.
+    void learn(PyObject* task, PyObject* answer) noexcept
+    {
+        if (m_state == State::unknown) {
+            // Words after the object's head: its type's fields, within its basic size.
+            auto* words = reinterpret_cast<PyObject**>(task);
+            const std::size_t count = Py_TYPE(task)->tp_basicsize / sizeof(PyObject*);
+            std::size_t found = 0;
+            for (std::size_t at = sizeof(PyObject) / sizeof(PyObject*); at < count; ++at) {
+                if (words[at] == answer) {
+                    m_offset = at;
+                    ++found;
+                }
+            }
+            m_state = found == 1 ? State::placed : State::none;
+        } else if (m_state == State::placed) {
+            m_state = *word(task) == answer ? State::known : State::none;
+        }
+    }
+
+private:
+    enum class State : std::uint8_t { unknown, placed, known, none };
+    PyObject** word(PyObject* task) const noexcept
+    {
+        return reinterpret_cast<PyObject**>(task) + m_offset;
+    }
+    std::size_t m_offset = 0;
+    State m_state = State::unknown;
+};
+TaskField s_coroutine_field;
+TaskField s_name_field;
+// Whether a C Task's name field holding an int n stands for the name "Task-n" (3.12+ format it
+// at the first get_name()): seen so once, the learning second task's.
+bool s_is_numbered_name = false;
+
 PyObject* coroutine_of(PyObject* task) noexcept
 {
     const Asyncio& types = asyncio();
-    return call_task_method(task, types.get_coro, types.task_get_coro);
+    if (!is_c_task(task))
+        return call_method(task, types.get_coro);
+    if (PyObject** field = s_coroutine_field.find(task); field != nullptr && *field != nullptr)
+        return Py_NewRef(*field);
+    PyObject* coroutine = call_task_method(task, types.get_coro, types.task_get_coro);
+    if (coroutine != nullptr && coroutine != Py_None)
+        s_coroutine_field.learn(task, coroutine);
+    return coroutine;
 }
 
 bool is_instance_of(PyObject* value, PyObject* type) noexcept
@@ -322,27 +389,92 @@ bool defer_end(std::uint64_t key, const void* runner) noexcept
     return true;
 }
 
+// A task's name: the object it is (a strong reference; nullptr when it has none) and its text
+// (valid while the object and the Name live).
+struct Name {
+    PyObject* object = nullptr;
+    const char* utf8 = nullptr;
+    char number[32] = ""; // "Task-n", for a name kept as the number n
+    const char* text() const noexcept { return number[0] != '\0' ? number : utf8 ? utf8 : "?"; }
+};
+
+// "Task-n" into name.number, for the int n (a positive one: 3.12+ count tasks from 1).
+void put_numbered(Name& name, PyObject* number) noexcept
+{
+    unsigned long long n = PyLong_AsUnsignedLongLong(number);
+    if (n == static_cast<unsigned long long>(-1) && PyErr_Occurred() != nullptr) {
+        PyErr_Clear();
+        return;
+    }
+    char digits[20]; // snprintf's formatting would cost as much as the hook's work for a task
+    int count = 0;
+    do {
+        digits[count++] = static_cast<char>('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+    char* out = name.number;
+    for (const char c : {'T', 'a', 's', 'k', '-'})
+        *out++ = c;
+    while (count > 0)
+        *out++ = digits[--count];
+    *out = '\0';
+}
+
+// task.get_name(), read in place from a C Task whose name field is known. Precondition: the
+// current error is saved.
+Name name_of(PyObject* task) noexcept
+{
+    Name name;
+    const bool is_c = is_c_task(task);
+    PyObject** field = is_c ? s_name_field.find(task) : nullptr;
+    if (field != nullptr && *field != nullptr &&
+        (PyUnicode_CheckExact(*field) || (s_is_numbered_name && PyLong_CheckExact(*field)))) {
+        name.object = Py_NewRef(*field);
+        if (PyLong_CheckExact(name.object))
+            put_numbered(name, name.object);
+        else
+            name.utf8 = PyUnicode_AsUTF8(name.object);
+        PyErr_Clear();
+        return name;
+    }
+    // The second C Task, which the method names: does its number say the same?
+    PyObject** guess = is_c ? s_name_field.guess(task) : nullptr;
+    Name numbered;
+    if (guess != nullptr && *guess != nullptr && PyLong_CheckExact(*guess))
+        put_numbered(numbered, *guess);
+    const Asyncio& methods = asyncio();
+    name.object = call_task_method(task, methods.get_name, methods.task_get_name);
+    if (name.object == nullptr || !PyUnicode_Check(name.object))
+        return name;
+    name.utf8 = PyUnicode_AsUTF8(name.object);
+    PyErr_Clear();
+    if (is_c && name.utf8 != nullptr) {
+        if (numbered.number[0] != '\0')
+            s_is_numbered_name = std::strcmp(numbered.number, name.utf8) == 0;
+        s_name_field.learn(task, name.object);
+    }
+    return name;
+}
+
 // python:task for task, whose coroutine's address is key, created in the step of parent (a
 // key, 0 outside any task), unless it is the task this thread named last, under that name.
 void name_task(PyObject* task, std::uint64_t key, std::uint64_t parent) noexcept
 {
-    const Asyncio& methods = asyncio();
-    PyObject* name = call_task_method(task, methods.get_name, methods.task_get_name);
-    const char* text = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "?";
-    const bool is_named = key == t_last_named && name != nullptr && t_last_name != nullptr &&
-                          PyObject_RichCompareBool(name, t_last_name, Py_EQ) == 1;
+    Name name = name_of(task);
+    const bool is_named = key == t_last_named && name.object != nullptr && t_last_name != nullptr &&
+                          PyObject_RichCompareBool(name.object, t_last_name, Py_EQ) == 1;
     t_last_task = task;
     if (!is_named) {
-        s_state.emitter->task(key, parent, text != nullptr ? text : "?");
+        s_state.emitter->task(key, parent, name.text());
         t_last_named = key;
-        Py_XINCREF(name);
-        Py_XSETREF(t_last_name, name);
+        Py_XINCREF(name.object);
+        Py_XSETREF(t_last_name, name.object);
         try {
             s_tasks.try_emplace(key);
         } catch (...) { // out of memory: its first step names it again
         }
     }
-    Py_XDECREF(name);
+    Py_XDECREF(name.object);
 }
 
 // The first step of the coroutine (the key's first since its task, if any, ended): python:task

@@ -452,6 +452,63 @@ def test_tasks_option_roots_stacks_at_the_await_chain(session, make_program):
                      tree.stdout, re.M), tree.stdout
 
 
+# main() creates tasks without a name, with one, through the loop, and one of a Task subclass
+# constructed directly (named at its first step), and prints the names asyncio gave them all.
+NAMES = """\
+import asyncio
+import json
+
+
+class Subclass(asyncio.Task):
+    pass
+
+
+async def leaf(i):
+    await asyncio.sleep(0)
+    return i
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    tasks = [asyncio.current_task()]
+    tasks += [asyncio.create_task(leaf(i)) for i in range(6)]
+    tasks.append(asyncio.create_task(leaf(6), name="given"))
+    tasks += [loop.create_task(leaf(7)), loop.create_task(leaf(8), name="123")]
+    tasks.append(Subclass(leaf(9)))
+    await asyncio.gather(*tasks[1:])
+    print(json.dumps([task.get_name() for task in tasks]))
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("mode", ["standard", "fast"])
+def test_each_task_has_the_name_asyncio_gives_it(session, make_program, mode):
+    """python:task gives each task the name its get_name() says at the end of the run, in the
+    order the tasks were created: asyncio's Task-n for the unnamed ones (which 3.12+ keep as a
+    number until asked, and the hook reads in place), the name given otherwise (its last
+    python:task's, for a task named again)."""
+    program = make_program(NAMES)
+    result = run_hooked([program], flags=["--fast"] if mode == "fast" else [])
+    assert result.returncode == 0, result.stderr
+    expected = json.loads(result.stdout)
+    assert len(expected) == 11 and "given" in expected and "123" in expected
+    names: list = []  # in the order the tasks were named first, each task's last name
+    alive: dict = {}  # a key's index in names, until its task ends (keys are reused)
+    for e in session.read(expand=True).events:
+        if e["name"] == "python:task":
+            key = e["fields"]["task"]
+            if key in alive:  # named again: 3.10 and 3.11 name a task after loop.create_task
+                names[alive[key]] = e["fields"]["name"]
+            else:
+                alive[key] = len(names)
+                names.append(e["fields"]["name"])
+        elif e["name"] == "python:task_end":
+            alive.pop(e["fields"]["task"], None)
+    assert names[:len(expected)] == expected, names
+
+
 # parent() creates child() as a task and awaits the task itself, once with asyncio's C Task and
 # once with the pure-Python one (a task factory making asyncio.tasks._PyTask).
 AWAITS_A_TASK = """\
