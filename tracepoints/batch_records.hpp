@@ -44,8 +44,17 @@
 //   task        the task's key                         1 to 10 bytes
 //   state       at most k_max_state = 2                1 byte
 //
-// A record thus takes 2 to k_max_record = 38 bytes (a task step: 7 to 38, a task end: 4 to 22);
-// the writer needs that much room at out. A record's time is its record-clock reading (begin_tsc
+// A task (python:task, an asyncio task appears) is the same with code id 2
+// (k_task_id), and python:task's fields, its name as its length and bytes:
+//   task        the task's key                         1 to 10 bytes
+//   parent      its creator's key, 0 for none          1 to 10 bytes
+//   size        the name's length in bytes, at most
+//               k_max_task_name = 100                  1 byte
+//   name        size bytes of UTF-8, no terminator
+// (a longer name is no record: the hook emits python:task itself).
+//
+// A record thus takes 2 to k_max_record = 38 bytes (a task step: 7 to 38, a task end: 4 to 22),
+// and a task 5 to k_max_task_record = 132; the writer needs that much room at out. A record's time is its record-clock reading (begin_tsc
 // plus the advances so far) mapped to ns by the batch's two clock pairs (see
 // python:batch in python_tp.h).
 //
@@ -56,7 +65,8 @@
 //   above 1;
 // - a near id above k_max_near_id, a line above k_max_line; a task step's
 //   resumed above 2^32 - 1, awaited above k_max_awaited or thrown above
-//   k_max_thrown; a task end's state above k_max_state;
+//   k_max_thrown; a task end's state above k_max_state; a task's size above
+//   k_max_task_name;
 // - advances whose sum passes 2^64 - 1 - begin_tsc (the record clock
 //   overflows);
 // - a batch whose records are not exactly count (a cut at a record's end).
@@ -81,6 +91,8 @@ constexpr std::uint64_t k_max_awaited = 4;   // a task step's largest awaited
 constexpr std::uint64_t k_max_thrown = 2;    // a task step's largest thrown
 constexpr std::uint64_t k_task_end_id = 1;  // the code id of a task end's record
 constexpr std::uint64_t k_max_state = 2;    // a task end's largest state
+constexpr std::uint64_t k_task_id = 2;      // the code id of a task's record
+constexpr std::uint64_t k_max_task_name = 100; // the bytes of a task's longest name in a record
 
 // The bytes put_varint takes for value. noexcept.
 constexpr unsigned varint_width(std::uint64_t value) noexcept
@@ -104,6 +116,12 @@ static_assert(k_max_varint + varint_width(k_task_end_id) + k_max_varint +
                   varint_width(k_max_state) <=
               k_max_record);
 
+// The longest task record: a head with the largest advance, id 2, the largest keys, the longest
+// name.
+constexpr std::uint32_t k_max_task_record = k_max_varint + varint_width(k_task_id) +
+                                            k_max_varint + k_max_varint +
+                                            varint_width(k_max_task_name) + k_max_task_name;
+
 // A head's kind, far bit and advance. noexcept.
 constexpr Kind kind_of(std::uint64_t head) noexcept
 {
@@ -113,7 +131,8 @@ constexpr bool is_far(std::uint64_t head) noexcept { return (head & k_far) != 0;
 constexpr std::uint64_t advance_of(std::uint64_t head) noexcept { return head >> k_advance_shift; }
 // Whether a record of kind has a line field. noexcept.
 constexpr bool has_line(Kind kind) noexcept { return kind == k_line; }
-// Whether a record of this head and (far, whole) id is a task step, a task end. noexcept.
+// Whether a record of this head and (far, whole) id is a task step, a task end, a task.
+// noexcept.
 constexpr bool is_task_step(std::uint64_t head, std::uint64_t id) noexcept
 {
     return kind_of(head) == k_line && is_far(head) && id == k_task_step_id;
@@ -121,6 +140,10 @@ constexpr bool is_task_step(std::uint64_t head, std::uint64_t id) noexcept
 constexpr bool is_task_end(std::uint64_t head, std::uint64_t id) noexcept
 {
     return kind_of(head) == k_line && is_far(head) && id == k_task_end_id;
+}
+constexpr bool is_task(std::uint64_t head, std::uint64_t id) noexcept
+{
+    return kind_of(head) == k_line && is_far(head) && id == k_task_id;
 }
 
 // The code id of a near record: the batch's id_high above the low half read.

@@ -195,7 +195,8 @@ LTTNG_UST_TRACEPOINT_EVENT(python, lost_start,
  * task's second step (or its end) names it. A task whose first step comes
  * before create_task returned it (an eager task, 3.12+) or that no
  * create_task made (asyncio.Task() called directly) is named just before
- * that step's python:task_step.
+ * that step's python:task_step. In the fast mode, a record of python:batch
+ * (expanded into this event), unless its name is over 100 bytes.
  *   task    the task's key: the address of its coroutine object, what every
  *           python:task_step of the task carries (unique among the tasks
  *           alive at a time: a key seen again after its task ended is
@@ -281,10 +282,10 @@ LTTNG_UST_TRACEPOINT_EVENT(python, task_end,
 
 /*
  * python:batch - fast mode (`pyust run --fast`): many call, return, line,
- * task_step and task_end events of one thread in one LTTng event. pyust's
- * babeltrace2 filter filter.pyust.expand turns each batch back into the
- * python:call, python:return, python:line, python:task_step and
- * python:task_end events the standard mode would have recorded, in time
+ * task, task_step and task_end events of one thread in one LTTng event.
+ * pyust's babeltrace2 filter filter.pyust.expand turns each batch back into
+ * the python:call, python:return, python:line, python:task, python:task_step
+ * and python:task_end events the standard mode would have recorded, in time
  * order.
  *   pid, tid   the process and thread that took the records (the batch may
  *              be written by another thread of the process: use these, not

@@ -3,8 +3,8 @@
 // (tracepoints/batch_records.hpp defines the record format). Registrations,
 // threads, the process and C calls stay standard events: they are rare, and
 // a reader puts everything back in time order (filter.pyust.expand). An
-// asyncio task's steps and end are records too (python:task_step,
-// python:task_end).
+// asyncio task, its steps and its end are records too (python:task,
+// python:task_step, python:task_end).
 //
 // Who touches a buffer, and what serialises them:
 // - its thread appends records and writes the batch when it is full, with
@@ -196,9 +196,24 @@ public:
     {
         m_standard.lost_start(lost_ns, waited_ns);
     }
+    // A task is a record (one a task: as many as its steps in a program of short tasks), unless
+    // its name is too long for one, or no session records batches (any more: the hook goes
+    // dormant only after a while) while one may record python:task.
     void task(std::uint64_t key, std::uint64_t parent, const char* name) noexcept override
     {
-        m_standard.task(key, parent, name);
+        const std::size_t size = std::strlen(name);
+        if (size > batch_records::k_max_task_name || !is_recording()) {
+            m_standard.task(key, parent, name);
+            return;
+        }
+        if (std::uint8_t* out =
+                append(k_line, batch_records::k_task_id, batch_records::k_max_task_record)) {
+            out = put_varint(out, key);
+            out = put_varint(out, parent);
+            out = put_varint(out, size);
+            std::memcpy(out, name, size);
+            t_records->size = static_cast<std::uint32_t>(out + size - t_records->bytes);
+        }
     }
     // A step is a record (batch_records.hpp): one per resumption of a task, about as many
     // as the calls of a program that awaits a lot.
@@ -277,17 +292,18 @@ public:
     }
 
 private:
-    // Appends a record's kind, time and code id; returns where its further
-    // fields go (the caller then sets size), or nullptr when nothing is
-    // recorded (no session, no memory).
-    std::uint8_t* append(batch_records::Kind kind, std::uint64_t id) noexcept
+    // Appends a record's kind, time and code id, with room for a record of
+    // room bytes; returns where its further fields go (the caller then sets
+    // size), or nullptr when nothing is recorded (no session, no memory).
+    std::uint8_t* append(batch_records::Kind kind, std::uint64_t id,
+                         std::uint32_t room = k_max_record) noexcept
     {
         if (!lttng_ust_tracepoint_enabled(python, batch))
             return nullptr;
         ThreadRecords* r = t_records;
         if (__builtin_expect(r == nullptr, 0) && (r = attach()) == nullptr)
             return nullptr;
-        if (__builtin_expect(r->size > k_capacity - k_max_record, 0))
+        if (__builtin_expect(r->size > k_capacity - room, 0))
             write(*r);
         std::uint64_t now;
         if (r->count == 0) {

@@ -28,7 +28,7 @@ public:
     // the session (both modes: a standard event).
     virtual void lost_start(std::uint64_t lost_ns, std::uint64_t waited_ns) noexcept = 0;
     // python:task, python:task_step and python:task_end (asyncio, tasks.hpp): in the fast mode,
-    // a step and an end are records of the thread's batch, a task a standard event.
+    // records of the thread's batch (a task whose name is too long for one: a standard event).
     virtual void task(std::uint64_t key, std::uint64_t parent, const char* name) noexcept = 0;
     virtual void task_step(std::uint64_t key, std::uint32_t resumed, std::uint8_t awaited,
                            std::uint64_t awaited_id, std::uint8_t thrown) noexcept = 0;

@@ -157,10 +157,10 @@ def test_each_task_frames_are_attributed_to_it(session, make_program, flags):
 
 
 def test_fast_mode_records_steps_in_batches(session, make_program):
-    """In the fast mode a task's steps and its end are records of its thread's batches, not
-    events of their own: the trace as recorded has no python:task_step or python:task_end, and
-    filter.pyust.expand gives them back in place, each step before its root frame's call, each
-    end after its last return, as the standard mode has them."""
+    """In the fast mode a task, its steps and its end are records of its thread's batches, not
+    events of their own: the trace as recorded has no python:task, python:task_step or
+    python:task_end, and filter.pyust.expand gives them back in place, each step before its root
+    frame's call, each end after its last return, as the standard mode has them."""
     program = make_program(THREE_TASKS)
     result = run_hooked([program], flags=[] if FAST else ["--fast"])
     assert result.returncode == 0, result.stderr
@@ -168,9 +168,9 @@ def test_fast_mode_records_steps_in_batches(session, make_program):
     session.stop()
     recorded = read_trace(session.path, session.owner, expand=False)
     assert recorded.of("python:batch") and not recorded.of("python:task_step")
-    assert not recorded.of("python:task_end")
-    assert len(recorded.of("python:task")) >= 4  # main, a, b, c (and asyncio.run's own)
+    assert not recorded.of("python:task_end") and not recorded.of("python:task")
     expanded = read_trace(session.path, session.owner, expand=True)
+    assert len(expanded.of("python:task")) >= 4  # main, a, b, c (and asyncio.run's own)
     names: dict = {}  # a key's name when its task ends (keys are reused)
     ends: dict = {}
     for e in expanded.events:
@@ -452,8 +452,9 @@ def test_tasks_option_roots_stacks_at_the_await_chain(session, make_program):
                      tree.stdout, re.M), tree.stdout
 
 
-# main() creates tasks without a name, with one, through the loop, and one of a Task subclass
-# constructed directly (named at its first step), and prints the names asyncio gave them all.
+# main() creates tasks without a name, with one (one not ASCII, one of 101 bytes), through the
+# loop, and one of a Task subclass constructed directly (named at its first step), and prints
+# the names asyncio gave them all.
 NAMES = """\
 import asyncio
 import json
@@ -473,6 +474,8 @@ async def main():
     tasks = [asyncio.current_task()]
     tasks += [asyncio.create_task(leaf(i)) for i in range(6)]
     tasks.append(asyncio.create_task(leaf(6), name="given"))
+    tasks.append(asyncio.create_task(leaf(6), name="tâche-été"))
+    tasks.append(asyncio.create_task(leaf(6), name="long-" + "n" * 96))
     tasks += [loop.create_task(leaf(7)), loop.create_task(leaf(8), name="123")]
     tasks.append(Subclass(leaf(9)))
     await asyncio.gather(*tasks[1:])
@@ -488,12 +491,18 @@ def test_each_task_has_the_name_asyncio_gives_it(session, make_program, mode):
     """python:task gives each task the name its get_name() says at the end of the run, in the
     order the tasks were created: asyncio's Task-n for the unnamed ones (which 3.12+ keep as a
     number until asked, and the hook reads in place), the name given otherwise (its last
-    python:task's, for a task named again)."""
+    python:task's, for a task named again). In the fast mode, python:task is a record of the
+    batches, but for a name over 100 bytes, an event of its own."""
     program = make_program(NAMES)
     result = run_hooked([program], flags=["--fast"] if mode == "fast" else [])
     assert result.returncode == 0, result.stderr
     expected = json.loads(result.stdout)
-    assert len(expected) == 11 and "given" in expected and "123" in expected
+    assert len(expected) == 13 and "given" in expected and "123" in expected
+    long_name = "long-" + "n" * 96
+    if mode == "fast":
+        session.stop()
+        recorded = read_trace(session.path, session.owner, expand=False)
+        assert {e["fields"]["name"] for e in recorded.of("python:task")} == {long_name}
     names: list = []  # in the order the tasks were named first, each task's last name
     alive: dict = {}  # a key's index in names, until its task ends (keys are reused)
     for e in session.read(expand=True).events:

@@ -1,10 +1,11 @@
 // Unit tests of the python:batch records: the plugin's decoding (src/plugin/expand/records.hpp),
-// record times between the batch's two clock readings, near and far ids, line numbers, task
+// record times between the batch's two clock readings, near and far ids, line numbers, tasks, task
 // steps and ends, and every fault a damaged batch can have. The bytes come from the hook's own
 // writer, in the header that defines the layout for both ends (tracepoints/batch_records.hpp), so
 // that what the hook writes is tested to read back exactly, at every field's widths.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -245,8 +246,9 @@ TEST_CASE("every kind reads back exactly at the edges of each field's widths")
             for (const std::uint64_t id : width_edges(~std::uint64_t{0})) {
                 REQUIRE((id >> 32) != id_high); // none of the edges has 0x2a above: all far
                 if (kind == encoding::k_line &&
-                    (id == encoding::k_task_step_id || id == encoding::k_task_end_id))
-                    continue; // a task step or end: their own test cases
+                    (id == encoding::k_task_step_id || id == encoding::k_task_end_id ||
+                     id == encoding::k_task_id))
+                    continue; // a task, a task step or end: their own test cases
                 round_trip({kind, 3, id, encoding::has_line(kind) ? 7u : 0u}, id_high);
             }
     }
@@ -279,20 +281,24 @@ TEST_CASE("every kind reads back exactly at the edges of each field's widths")
 
 namespace {
 
-// A task step or end as the hook writes it (a far line record of code id, then fields) between
-// two calls, in one batch: checks that the three read back, the calls as written, and that the
-// batch cut inside the task record is refused. Returns the task record read.
-Record task_record_between_calls(std::uint64_t id, std::initializer_list<std::uint64_t> fields)
+// A task, a task step or end as the hook writes it (a far line record of code id, then fields,
+// then a task's name's bytes) between two calls, in one batch: checks that the three read back,
+// the calls as written, and that the batch cut inside the task record is refused. Returns the
+// task record read; its name points into bytes.
+Record task_record_between_calls(std::uint64_t id, std::initializer_list<std::uint64_t> fields,
+                                 std::vector<std::uint8_t>& bytes, const std::string& name = {})
 {
     const std::uint32_t id_high = 0x2a;
-    std::vector<std::uint8_t> bytes;
+    bytes.clear();
     hook_record(bytes, encoding::k_call, 1, encoding::near_id(id_high, 5), id_high);
     const std::size_t begin = bytes.size();
-    std::uint8_t record[encoding::k_max_record];
+    std::uint8_t record[encoding::k_max_task_record];
     std::uint8_t* end = encoding::put_record(record, encoding::k_line, 2, id, id_high);
     for (const std::uint64_t field : fields)
         end = encoding::put_varint(end, field);
-    CHECK(end - record <= encoding::k_max_record);
+    end = std::copy(name.begin(), name.end(), end);
+    CHECK(end - record <=
+          (id == encoding::k_task_id ? encoding::k_max_task_record : encoding::k_max_record));
     bytes.insert(bytes.end(), record, end);
     hook_record(bytes, encoding::k_call, 3, encoding::near_id(id_high, 6), id_high);
 
@@ -324,8 +330,10 @@ TEST_CASE("a task step reads back between the records around it, at every key's 
         CAPTURE(key);
         // The key, resumed, awaited, awaited_id and thrown after code id 0.
         const std::uint8_t thrown = key % (encoding::k_max_thrown + 1);
+        std::vector<std::uint8_t> bytes;
         const Record step = task_record_between_calls(
-            encoding::k_task_step_id, {key, 0xffffffffu, encoding::k_max_awaited, ~key, thrown});
+            encoding::k_task_step_id, {key, 0xffffffffu, encoding::k_max_awaited, ~key, thrown},
+            bytes);
         CHECK(step.kind == RecordKind::task_step);
         CHECK(step.task == key);
         CHECK(step.resumed == 0xffffffffu);
@@ -341,11 +349,42 @@ TEST_CASE("a task end reads back between the records around it, at every key's w
         CAPTURE(key);
         // The key and the state after code id 1.
         const std::uint8_t state = key % (encoding::k_max_state + 1);
-        const Record end = task_record_between_calls(encoding::k_task_end_id, {key, state});
+        std::vector<std::uint8_t> bytes;
+        const Record end = task_record_between_calls(encoding::k_task_end_id, {key, state}, bytes);
         CHECK(end.kind == RecordKind::task_end);
         CHECK(end.task == key);
         CHECK(end.state == state);
     }
+}
+
+TEST_CASE("a task reads back between the records around it, at every key's width and name's")
+{
+    const std::string longest(encoding::k_max_task_name, 'n');
+    for (const std::uint64_t key : width_edges(~std::uint64_t{0})) {
+        for (const std::string& name : {std::string(), std::string("Task-1"),
+                                        std::string("t\xc3\xa2"
+                                                    "che"),
+                                        longest}) {
+            CAPTURE(key);
+            CAPTURE(name);
+            // The key, the parent and the name's size after code id 2, then the name.
+            std::vector<std::uint8_t> bytes;
+            const Record task = task_record_between_calls(encoding::k_task_id,
+                                                          {key, ~key, name.size()}, bytes, name);
+            CHECK(task.kind == RecordKind::task);
+            CHECK(task.task == key);
+            CHECK(task.parent == ~key);
+            CHECK(std::string(task.name, task.name_size) == name);
+        }
+    }
+    // The longest: the largest advance and keys, the longest name.
+    std::uint8_t record[encoding::k_max_task_record];
+    std::uint8_t* end = encoding::put_record(record, encoding::k_line, encoding::k_max_advance,
+                                             encoding::k_task_id, 0x2a);
+    for (const std::uint64_t field : {~std::uint64_t{0}, ~std::uint64_t{0}, longest.size()})
+        end = encoding::put_varint(end, field);
+    end = std::copy(longest.begin(), longest.end(), end);
+    CHECK(end - record == encoding::k_max_task_record);
 }
 
 TEST_CASE("record times stay within the batch's two readings")
@@ -430,6 +469,16 @@ TEST_CASE("a damaged batch says what is wrong, and where")
         put_varint(bytes, 3);              // state: at most 2
         CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
               "a task end's state is out of range at index 0");
+    }
+    SUBCASE("a task's name over k_max_task_name bytes")
+    {
+        std::vector<std::uint8_t> bytes;
+        put_record(bytes, 3 | 4, 1, 2, 7); // far line record of id 2; 7: its key
+        put_varint(bytes, 0);              // parent
+        put_varint(bytes, encoding::k_max_task_name + 1);
+        bytes.insert(bytes.end(), encoding::k_max_task_name + 1, 'n');
+        CHECK(check_records(header(1), bytes.data(), bytes.size()) ==
+              "a task's name is longer than a record's at index 0");
     }
     SUBCASE("a varint over 64 bits")
     {

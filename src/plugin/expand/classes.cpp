@@ -81,6 +81,8 @@ void find_event_classes(const bt_stream_class* stream_class, const std::string& 
             target.ret = event_class;
         else if (event_name == "python:line")
             target.line = event_class;
+        else if (event_name == "python:task")
+            target.task = event_class;
         else if (event_name == "python:task_step")
             target.task_step = event_class;
         else if (event_name == "python:task_end")
@@ -128,6 +130,16 @@ void find_payload_members(const std::string& where, Target& target)
             target.step_awaited.index < 0 || target.step_awaited_id.index < 0 ||
             target.step_thrown.index < 0)
             throw Error("Cannot expand python:batch: reason=python:task_step lacks a payload "
+                        "field (not pyust's event model?)" +
+                        where);
+    }
+    if (target.task) {
+        target.task_task = find_member(payload(target.task), "task");
+        target.task_parent = find_member(payload(target.task), "parent");
+        target.task_name = find_member(payload(target.task), "name");
+        if (target.task_task.index < 0 || target.task_parent.index < 0 ||
+            target.task_name.index < 0)
+            throw Error("Cannot expand python:batch: reason=python:task lacks a payload "
                         "field (not pyust's event model?)" +
                         where);
     }

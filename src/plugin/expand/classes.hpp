@@ -1,6 +1,6 @@
 // Class discovery for filter.pyust.expand: what it reads of an upstream event class (the
 // python:code, python:batch and python:horizon payload members) and what it makes a stream
-// class's records into (its python:call/return/line/task_step/task_end event classes, their
+// class's records into (its python:call/return/line/task/task_step/task_end event classes, their
 // members, its clock), each looked up once per class and kept for the iterator's life.
 #pragma once
 
@@ -33,13 +33,16 @@ struct Target {
     const bt_event_class* call = nullptr;
     const bt_event_class* ret = nullptr;
     const bt_event_class* line = nullptr;
-    // python:task_step and python:task_end, null in a trace without them (recorded by a pyust
-    // older than asyncio tasks, or without the events enabled): those records are dropped.
+    // python:task, python:task_step and python:task_end, null in a trace without them (recorded
+    // by a pyust older than asyncio tasks, or without the events enabled): those records are
+    // dropped.
+    const bt_event_class* task = nullptr;
     const bt_event_class* task_step = nullptr;
     const bt_event_class* task_end = nullptr;
     FieldMember call_id, call_name, ret_id, ret_unwind, line_id, line_line;
     FieldMember step_task, step_resumed, step_awaited, step_awaited_id, step_thrown;
     FieldMember end_task, end_state;
+    FieldMember task_task, task_parent, task_name;
     FieldMember vpid, vtid; // in the common context
     std::unique_ptr<Clock> clock;
     bool has_packets = false;

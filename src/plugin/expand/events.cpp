@@ -14,6 +14,7 @@ MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Re
                                         : record.kind == RecordKind::line      ? target.line
                                         : record.kind == RecordKind::task_step ? target.task_step
                                         : record.kind == RecordKind::task_end  ? target.task_end
+                                        : record.kind == RecordKind::task      ? target.task
                                                                                : target.ret;
     bt_message* created = create_event(self, target, event_class, packet, stream, record.value);
     MessageRef message(check_new(created, "Cannot create an expanded event message"));
@@ -58,6 +59,15 @@ MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Re
         set_int(member_of(payload, target.end_task), static_cast<std::int64_t>(record.task));
         set_int(member_of(payload, target.end_state), record.state);
         break;
+    case RecordKind::task: {
+        set_int(member_of(payload, target.task_task), static_cast<std::int64_t>(record.task));
+        set_int(member_of(payload, target.task_parent), static_cast<std::int64_t>(record.parent));
+        bt_field* name = member_of(payload, target.task_name);
+        bt_field_string_clear(name);
+        check(bt_field_string_append_with_length(name, record.name, record.name_size),
+              "Cannot set the name of an expanded python:task");
+        break;
+    }
     }
     return message;
 }

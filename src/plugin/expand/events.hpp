@@ -1,6 +1,6 @@
 // Event construction for filter.pyust.expand: the event messages of its own (a record's
-// python:call, python:return, python:line, python:task_step or python:task_end, a batch's context
-// source), made of the upstream event classes of the batch's stream class.
+// python:call, python:return, python:line, python:task, python:task_step or python:task_end, a
+// batch's context source), made of the upstream event classes of the batch's stream class.
 #pragma once
 
 #include <babeltrace2/babeltrace.h>
@@ -39,7 +39,8 @@ inline bt_message* create_event(bt_self_message_iterator* self, const Target& ta
 // The event message of a record of run, in packet on stream (StreamTable::place()): the common
 // context of the run's context source with vpid/vtid set to the run's pid/tid, the payload from
 // the record (a call's name from names, "?" when its id has none). Preconditions: run has a
-// target and a context (with python:task_step for a task step, python:task_end for a task end);
+// target and a context (with python:task for a task, python:task_step for a task step,
+// python:task_end for a task end);
 // stream is not null. Throws BtError, std::bad_alloc.
 MessageRef record_event(bt_self_message_iterator* self, const Run& run, const Record& record,
                         const bt_packet* packet, const bt_stream* stream,

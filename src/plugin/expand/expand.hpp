@@ -1,12 +1,12 @@
 // filter.pyust.expand: turns the python:batch events of pyust's fast mode back
-// into the python:call, python:return, python:line, python:task_step and
-// python:task_end events the standard mode records, in time order with every
-// other message, so that any sink (sink.pyust.report, sink.text.pretty,
-// sink.ctf.fs for Trace Compass) sees a standard-mode trace.
+// into the python:call, python:return, python:line, python:task,
+// python:task_step and python:task_end events the standard mode records, in
+// time order with every other message, so that any sink (sink.pyust.report,
+// sink.text.pretty, sink.ctf.fs for Trace Compass) sees a standard-mode trace.
 //
 // - A batch's records (tracepoints/python_tp.h, decoded by records.hpp) become
 //   event messages of the upstream event classes python:call/return/line/
-//   task_step/task_end of the batch's stream class, in the packet open on the
+//   task/task_step/task_end of the batch's stream class, in the packet open on the
 //   batch's stream at their time (else on another stream of the same class
 //   that has one). The common context is the batch's, with vpid/vtid set to
 //   its pid/tid; a call's name is the qualname of the latest python:code event

@@ -208,9 +208,10 @@ void ExpandIterator::emit(const bt_message* message)
 
 void ExpandIterator::emit_record(const Run& run, const Record& record)
 {
-    if ((record.kind == RecordKind::task_step && !run.target->task_step) ||
+    if ((record.kind == RecordKind::task && !run.target->task) ||
+        (record.kind == RecordKind::task_step && !run.target->task_step) ||
         (record.kind == RecordKind::task_end && !run.target->task_end))
-        return; // the trace has no python:task_step or python:task_end (see Target)
+        return; // the trace has no python:task, python:task_step or python:task_end (see Target)
     const bt_stream* stream = nullptr;
     const bt_packet* packet = m_streams.place(run.stream, &stream);
     if (!stream && open_packet_early(run, record))

@@ -57,6 +57,9 @@ bool RecordReader::next(Record& record) noexcept
     record.id = id;
     record.line = 0;
     record.task = 0;
+    record.parent = 0;
+    record.name = nullptr;
+    record.name_size = 0;
     if (batch_records::is_task_step(head, id)) {
         record.kind = RecordKind::task_step;
         std::uint64_t resumed = 0;
@@ -87,6 +90,24 @@ bool RecordReader::next(Record& record) noexcept
             return false;
         }
         record.state = static_cast<std::uint8_t>(state);
+    } else if (batch_records::is_task(head, id)) {
+        record.kind = RecordKind::task;
+        std::uint64_t size = 0;
+        if ((m_fault = batch_records::read_varint(m_at, m_end, record.task)) ||
+            (m_fault = batch_records::read_varint(m_at, m_end, record.parent)) ||
+            (m_fault = batch_records::read_varint(m_at, m_end, size)))
+            return false;
+        if (size > batch_records::k_max_task_name) {
+            m_fault = "a task's name is longer than a record's";
+            return false;
+        }
+        if (size > static_cast<std::uint64_t>(m_end - m_at)) {
+            m_fault = "truncated record";
+            return false;
+        }
+        record.name = reinterpret_cast<const char*>(m_at);
+        record.name_size = static_cast<std::uint32_t>(size);
+        m_at += size;
     } else if (batch_records::has_line(kind)) {
         std::uint64_t line = 0;
         if ((m_fault = batch_records::read_varint(m_at, m_end, line)))

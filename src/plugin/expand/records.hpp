@@ -1,8 +1,8 @@
 // The records of python:batch (tracepoints/python_tp.h; their layout:
 // tracepoints/batch_records.hpp), decoded without babeltrace2: a batch's header
-// and its bytes in, the call, return, line, task step and task end records
-// with their times out. filter.pyust.expand turns them into
-// python:call/return/line/task_step/task_end event messages.
+// and its bytes in, the call, return, line, task, task step and task end
+// records with their times out. filter.pyust.expand turns them into
+// python:call/return/line/task/task_step/task_end event messages.
 #pragma once
 
 #include <cstddef>
@@ -21,16 +21,20 @@ enum class RecordKind : std::uint8_t {
     line = batch_records::k_line,
     task_step,
     task_end,
+    task,
 };
 
 // One decoded record. RecordReader::next() sets value to the record's time on the
 // batch's clock (LTTng's, in ns); the filter then replaces it by the stream
 // clock's cycles and sets time.
 struct Record {
-    std::int64_t time = 0;        // ns from the clock's origin (set by the filter)
-    std::uint64_t value = 0;      // the record's time as a clock value
-    std::uint64_t id = 0;         // the code id (0 for a task step, 1 for a task end)
-    std::uint64_t task = 0;       // task steps and ends only: the task's key;
+    std::int64_t time = 0;      // ns from the clock's origin (set by the filter)
+    std::uint64_t value = 0;    // the record's time as a clock value
+    std::uint64_t id = 0;       // the code id (0 for a task step, 1 for a task end, 2 a task)
+    std::uint64_t task = 0;     // tasks, task steps and ends only: the task's key;
+    std::uint64_t parent = 0;   // a task's: its creator's key,
+    const char* name = nullptr; // its name, name_size bytes in the batch's (no terminator);
+    std::uint32_t name_size = 0;
     std::uint64_t awaited_id = 0; // a step's: what its suspension waited on (python_tp.h),
     std::uint32_t resumed = 0;    // how many frames it resumes,
     std::uint8_t awaited = 0;     // what kind of thing its suspension waited on,
