@@ -264,8 +264,10 @@ PyObject* coroutine_of(PyObject* task) noexcept
     const Asyncio& types = asyncio();
     if (!is_c_task(task))
         return call_method(task, types.get_coro);
-    if (PyObject** field = s_coroutine_field.find(task); field != nullptr && *field != nullptr)
-        return Py_NewRef(*field);
+    // A done task's field may be empty (3.12+ let its coroutine go), where get_coro() says None
+    // (3.13) or crashes (3.12.0, 3.12.1).
+    if (PyObject** field = s_coroutine_field.find(task))
+        return Py_NewRef(*field != nullptr ? *field : Py_None);
     PyObject* coroutine = call_task_method(task, types.get_coro, types.task_get_coro);
     if (coroutine != nullptr && coroutine != Py_None)
         s_coroutine_field.learn(task, coroutine);
