@@ -210,19 +210,14 @@ PyObject* call_task_method(PyObject* task, PyObject* name, PyObject* method) noe
 // once its place is known, instead of the call (some 100 instructions; with the formatting of a
 // name, 700). The C type's layout is private, and differs between versions: the place is the one
 // word of an instance that held the method's answer after the call, on one task, and held it
-// again on another (learn()). Until then, and for good when a task contradicts it, the method.
+// again on another (learn()). Until then, and for good when a task contradicts it, the method;
+// and for a name kept as a number, until get_name() said once what the number stands for.
 class TaskField {
 public:
     // The field's value in task, a C Task (borrowed; may be null), when its place is known.
     PyObject** find(PyObject* task) const noexcept
     {
         return m_state == State::known ? word(task) : nullptr;
-    }
-    // Where the field may be in task before the method is asked on the second task (borrowed),
-    // else nullptr.
-    PyObject** guess(PyObject* task) const noexcept
-    {
-        return m_state == State::placed ? word(task) : nullptr;
     }
     // The method answered answer (not null) for task, a C Task: the place of the field.
     void learn(PyObject* task, PyObject* answer) noexcept
@@ -256,8 +251,9 @@ private:
 TaskField s_coroutine_field;
 TaskField s_name_field;
 // Whether a C Task's name field holding an int n stands for the name "Task-n" (3.12+ format it
-// at the first get_name()): seen so once, the learning second task's.
-bool s_is_numbered_name = false;
+// at the first get_name()): what get_name() said of the first such field.
+enum class Numbered : std::uint8_t { unknown, yes, no };
+Numbered s_numbered = Numbered::unknown;
 
 PyObject* coroutine_of(PyObject* task) noexcept
 {
@@ -429,21 +425,21 @@ Name name_of(PyObject* task) noexcept
     Name name;
     const bool is_c = is_c_task(task);
     PyObject** field = is_c ? s_name_field.find(task) : nullptr;
-    if (field != nullptr && *field != nullptr &&
-        (PyUnicode_CheckExact(*field) || (s_is_numbered_name && PyLong_CheckExact(*field)))) {
-        name.object = Py_NewRef(*field);
-        if (PyLong_CheckExact(name.object))
-            put_numbered(name, name.object);
+    PyObject* held = field != nullptr ? *field : nullptr;
+    if (held != nullptr &&
+        (PyUnicode_CheckExact(held) || (s_numbered == Numbered::yes && PyLong_CheckExact(held)))) {
+        name.object = Py_NewRef(held);
+        if (PyLong_CheckExact(held))
+            put_numbered(name, held);
         else
-            name.utf8 = PyUnicode_AsUTF8(name.object);
+            name.utf8 = PyUnicode_AsUTF8(held);
         PyErr_Clear();
         return name;
     }
-    // The second C Task, which the method names: does its number say the same?
-    PyObject** guess = is_c ? s_name_field.guess(task) : nullptr;
+    // The first number in the field: does get_name() say the same? (It replaces the number.)
     Name numbered;
-    if (guess != nullptr && *guess != nullptr && PyLong_CheckExact(*guess))
-        put_numbered(numbered, *guess);
+    if (held != nullptr && s_numbered == Numbered::unknown && PyLong_CheckExact(held))
+        put_numbered(numbered, held);
     const Asyncio& methods = asyncio();
     name.object = call_task_method(task, methods.get_name, methods.task_get_name);
     if (name.object == nullptr || !PyUnicode_Check(name.object))
@@ -452,7 +448,8 @@ Name name_of(PyObject* task) noexcept
     PyErr_Clear();
     if (is_c && name.utf8 != nullptr) {
         if (numbered.number[0] != '\0')
-            s_is_numbered_name = std::strcmp(numbered.number, name.utf8) == 0;
+            s_numbered =
+                std::strcmp(numbered.number, name.utf8) == 0 ? Numbered::yes : Numbered::no;
         s_name_field.learn(task, name.object);
     }
     return name;
