@@ -434,6 +434,13 @@ void StackModel::on_syscall_exit(Thread& thread)
         pop(thread, thread.m_last_ts);
 }
 
+void StackModel::on_user_space(Thread& thread)
+{
+    // thread_at closed an [off-cpu] already; the system call it stood on closes now.
+    while (!thread.m_frames.empty() && thread.m_frames.back().id.is_kernel)
+        pop(thread, thread.m_last_ts);
+}
+
 void StackModel::on_switch_out(Thread& thread)
 {
     if (!is_off_cpu(thread))

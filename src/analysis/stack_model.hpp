@@ -390,6 +390,15 @@ public:
     // leaf, its missing entry hides no other frame.
     void on_syscall_exit(Thread& thread);
 
+    // An event that the thread emitted in user space (python:*, cyg-profile; after thread_at
+    // for it): no thread runs user code inside a system call, so a system call still open
+    // innermost lost its exit (perf's or the tracer's buffer was full) and closes at the
+    // event's time, as the next system call's entry would close it. Without this, the frames
+    // the thread opened next would stand on that system call until they all returned: a
+    // <module> on an rt_sigprocmask whose exit perf lost as the program started. No gap is
+    // noted (see on_syscall_exit). Throws what the listener throws.
+    void on_user_space(Thread& thread);
+
     // sched_switch away from the thread: an [off-cpu] frame on top of its stack, closed at its
     // next event (thread_at) or when on_switch_in says it runs again.
     void on_switch_out(Thread& thread);

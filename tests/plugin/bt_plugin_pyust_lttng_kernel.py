@@ -11,7 +11,8 @@
 #
 # Parameters: context = "vpid" (default: vpid/vtid, as pyust adds them) or
 # "pid" (pid/tid, older add-context habits); syscall = "syscall" (default) or
-# "compat_syscall" (a 32-bit program on a 64-bit kernel). Each trace is one
+# "compat_syscall" (a 32-bit program on a 64-bit kernel); lost_exit = true (a
+# system call whose exit is missing, LOST_EXIT). Each trace is one
 # output port, like the two trace directories of a session: the CLI's muxer
 # merges them.
 
@@ -61,6 +62,9 @@ KERNEL = [
                                      "prev_prio": 20, "prev_state": 0, "next_comm": "python3",
                                      "next_tid": TID, "next_prio": 20}),
 ]
+# lost_exit=true: a system call of ours before foo's call whose exit the tracer lost (its buffer
+# full): foo's call, an event of user space, ends it.
+LOST_EXIT = [(1500, 0, "syscall_entry_write", ME, {"fd": 1, "buf": 0x7F0000002000, "count": 1})]
 END_NS = 12000
 
 
@@ -105,7 +109,7 @@ def kernel_trace_class(source, clock, context, syscall):
 
 class SessionIterator(CaseIterator):
     def __init__(self, config, port):
-        domain, tc, sc, classes, keys = port.user_data
+        domain, tc, sc, classes, keys, lost_exit = port.user_data
         trace = tc(environment={"hostname": "testhost", "domain": domain,
                                 "tracer_name": "lttng-modules" if domain == "kernel"
                                 else "lttng-ust"})
@@ -122,7 +126,8 @@ class SessionIterator(CaseIterator):
                        for ns, kind, name in USER]
         else:
             events += [(ns, cpu, classes[name], who, payload)
-                       for ns, cpu, name, who, payload in KERNEL]
+                       for ns, cpu, name, who, payload in sorted(
+                           KERNEL + (LOST_EXIT if lost_exit else []), key=lambda e: e[0])]
         self._msgs = [self._create_stream_beginning_message(s, 0) for s in streams.values()]
         for ns, cpu, event_class, (pid, tid, procname), payload in events:
             msg = self._create_event_message(event_class, streams[cpu], ns)
@@ -143,6 +148,7 @@ class SessionSource(bt2._UserSourceComponent, name="session",
     def __init__(self, config, params, obj):
         context = str(params["context"]) if "context" in params else "vpid"
         syscall = str(params["syscall"]) if "syscall" in params else "syscall"
+        lost_exit = bool(params["lost_exit"]) if "lost_exit" in params else False
         if context not in ("vpid", "pid") or syscall not in ("syscall", "compat_syscall"):
             raise ValueError("bad parameters: context=%s (vpid|pid), syscall=%s "
                              "(syscall|compat_syscall)" % (context, syscall))
@@ -150,5 +156,7 @@ class SessionSource(bt2._UserSourceComponent, name="session",
         clock = ust_sc.default_clock_class  # one clock for both, as in one LTTng session
         kernel_tc, kernel_sc, kernel_classes = kernel_trace_class(self, clock, context, syscall)
         keys = ("pid", "tid") if context == "pid" else ("vpid", "vtid")
-        self._add_output_port("ust", ("ust", ust_tc, ust_sc, ust_classes, ("vpid", "vtid")))
-        self._add_output_port("kernel", ("kernel", kernel_tc, kernel_sc, kernel_classes, keys))
+        self._add_output_port("ust", ("ust", ust_tc, ust_sc, ust_classes, ("vpid", "vtid"),
+                                      lost_exit))
+        self._add_output_port("kernel", ("kernel", kernel_tc, kernel_sc, kernel_classes, keys,
+                                         lost_exit))

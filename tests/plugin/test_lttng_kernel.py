@@ -78,6 +78,17 @@ def test_a_switching_task_is_no_thread(variant):
     assert "pid 0 " not in tree
 
 
+def test_a_system_call_whose_exit_was_lost_ends_at_the_threads_next_python_event():
+    """lost_exit: a write of ours at 1500 has no exit (the tracer's buffer was full). foo's call
+    at 2000 ends it, since no thread runs Python inside a system call: foo's stack stands on
+    <module>, not on that write (as perf's lost exits left <module> on an rt_sigprocmask)."""
+    result = babeltrace2("-c", "source.pyustkernel.session", "-p", "lost_exit=true",
+                         "-c", "sink.pyust.report", "-p", "format=folded", "-p", "pid=%d" % PID)
+    assert result.returncode == 0, result.stderr
+    expected = ["__main__:<module> 1500", "__main__:<module>;write 500"] + OURS[1:]
+    assert result.stdout.splitlines() == sorted(expected)
+
+
 def spans(text):
     data = json.loads(text)
     return [e for e in data["traceEvents"] if e["ph"] == "X"]

@@ -517,6 +517,35 @@ TEST_CASE("time off the CPU is its own frame, closed when the thread runs again"
                       });
 }
 
+TEST_CASE("a system call whose exit was lost closes at the thread's next event in user space")
+{
+    // As the plugin's readers feed it (EventReader::thread_of): on_user_space before each
+    // python:* event. Without it, foo's frame stood on rt_sigprocmask until the end.
+    Feeder f;
+    f.model.on_syscall_entry(f.at(0), "rt_sigprocmask"); // its exit lost
+    Thread& thread = f.at(10);
+    f.model.on_user_space(thread);
+    f.model.on_call(thread, main_id);
+    f.model.on_syscall_entry(f.at(20), "clock_nanosleep"); // its exit lost too, asleep
+    f.model.on_switch_out(f.at(25));
+    f.model.on_switch_in(thread_a.tid, 60);
+    f.model.on_user_space(f.at(70));
+    f.model.on_call(thread, foo_id);
+    CHECK(stack_labels(f.model, f.thread()) ==
+          std::vector<std::string>{"__main__:<module>", "__main__:foo"});
+    f.ret(80, foo_id);
+    f.ret(100, main_id);
+    f.model.finish();
+    CHECK(f.tree() == std::vector<std::string>{
+                          "rt_sigprocmask 1 10 10",
+                          "__main__:<module> 1 90 30",
+                          "  clock_nanosleep 1 50 15",
+                          "    [off-cpu] 1 35 35",
+                          "  __main__:foo 1 10 10",
+                      });
+    CHECK(f.thread().gaps().empty());
+}
+
 TEST_CASE("exit_group never returns: it pushes no frame")
 {
     Feeder f;

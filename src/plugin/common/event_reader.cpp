@@ -384,6 +384,15 @@ bool EventReader::apply_names(analysis::StackModel& model, const PythonEvent& ev
     return false;
 }
 
+analysis::Thread& EventReader::thread_of(analysis::StackModel& model, const PythonEvent& event)
+{
+    analysis::Thread& thread = model.thread_at(event.key, event.ts, event.stream);
+    if (event.kind != PythonKind::syscall_entry && event.kind != PythonKind::syscall_exit &&
+        event.kind != PythonKind::sched_switch)
+        model.on_user_space(thread);
+    return thread;
+}
+
 void EventReader::apply(analysis::StackModel& model, analysis::Thread& thread,
                         const PythonEvent& event)
 {

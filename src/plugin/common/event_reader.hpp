@@ -97,9 +97,16 @@ public:
     // Throws std::bad_alloc.
     static bool apply_names(analysis::StackModel& model, const PythonEvent& event);
 
+    // The thread of a decoded event, ready for apply(): model.thread_at(event.key, event.ts,
+    // event.stream), and for an event of user space (any but a system call's or a
+    // sched_switch) StackModel::on_user_space, which closes a system call whose exit was lost.
+    // Every reader of the plugin finds an event's thread through this one function. Throws
+    // what the model throws.
+    static analysis::Thread& thread_of(analysis::StackModel& model, const PythonEvent& event);
+
     // Applies a decoded event to the model, but for its names: call apply_names() first, for
-    // every event. Precondition: thread is model.thread_at(event.key, event.ts, event.stream).
-    // Throws what the model throws.
+    // every event. Precondition: thread is thread_of(model, event). Throws what the model
+    // throws.
     static void apply(analysis::StackModel& model, analysis::Thread& thread,
                       const PythonEvent& event);
 

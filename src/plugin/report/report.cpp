@@ -417,7 +417,7 @@ void ReportSink::process(const bt_message* message)
             m_chrome->set_origin(m_event.ts);
             m_has_origin = true;
         }
-        analysis::Thread& thread = m_model.thread_at(m_event.key, m_event.ts, m_event.stream);
+        analysis::Thread& thread = EventReader::thread_of(m_model, m_event);
         EventReader::apply(m_model, thread, m_event);
         ++m_events;
         return;

@@ -185,7 +185,7 @@ void StacksIterator::process(const bt_message* message)
             m_labels.clear(); // a registration may rename a cached label
         if (EventReader::apply_foreign_switch(m_model, m_event))
             return; // another task's: no stack of ours to show
-        analysis::Thread& thread = m_model.thread_at(m_event.key, m_event.ts, m_event.stream);
+        analysis::Thread& thread = EventReader::thread_of(m_model, m_event);
         // A return shows the stack it leaves (the returning frame innermost), or
         // "<unmatched>" when no open frame matches it (called before the trace started, or its
         // call was lost); every other event shows the stack after it.
